@@ -1,0 +1,32 @@
+# `make run` and `make test` each set everything up on a fresh machine first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install clean
+
+run: $(STAMP)
+	$(VENV)/bin/kernel-tui check-task fixtures/vector_add --device auto
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+install: $(STAMP)
+
+# Reuse a torch (and its triton) that is already importable; otherwise install the CPU build of torch,
+# never the multi-GB CUDA one. Triton's CPU interpreter needs numpy.
+$(STAMP): pyproject.toml Makefile
+	@if $(PYTHON) -c "import torch, triton" >/dev/null 2>&1; then \
+		echo "reusing the torch and triton of $(PYTHON)"; \
+		$(PYTHON) -m venv --system-site-packages $(VENV); \
+	else \
+		$(PYTHON) -m venv $(VENV) && \
+		$(PY) -m pip install -q torch==2.13.0 && \
+		$(PY) -m pip install -q triton numpy; \
+	fi
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV)

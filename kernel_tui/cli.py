@@ -1,0 +1,196 @@
+"""Command line: eval, compare, check-task.
+
+Exit codes: 0 the command ran and the candidate is ok, 1 the candidate (or task) failed a check,
+2 bad input (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from kernel_tui.core.errors import CandidateError, KernelTuiError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + message
+        self.exit(EXIT_BAD_INPUT, f"kernel-tui: error: {message} (see --help)\n")
+
+
+def _read_candidate(path: str) -> str:
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CandidateError(f"{p}: no such candidate file") from None
+    except IsADirectoryError:
+        raise CandidateError(f"{p}: is a directory, not a candidate file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CandidateError(f"{p}: cannot read candidate: {exc}") from None
+
+
+def _us(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def _evaluator(args, task):
+    from kernel_tui.core.evaluator import Evaluator
+
+    try:
+        return Evaluator(task, device=args.device, on_progress=_progress if not args.json else None)
+    except ValueError as exc:
+        raise KernelTuiError(str(exc)) from None
+
+
+def _progress(p) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r  {p.phase} {p.k}/{p.n} (block {p.block + 1})   ")
+        sys.stderr.flush()
+
+
+def _print_eval(result) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    print(f"status   {result.status.value}: {result.reason}")
+    env = result.environment
+    print(f"device   {result.device}" + (f" ({env.device_name}, torch {env.torch}, triton {env.triton})" if env else ""))
+    if result.cases:
+        passed = sum(c.passed for c in result.cases)
+        errs = [c.max_abs_error for c in result.cases if c.max_abs_error is not None]
+        print(f"correct  {passed}/{len(result.cases)} shape×seed cases" + (f", max abs error {max(errs):.3g}" if errs else ""))
+    if result.candidate_seconds is not None:
+        what = "interpreter time" if result.device == "cpu" else "kernel time"
+        print(f"timing   {result.timing_label}")
+        print(f"         {what}: candidate {_us(result.candidate_seconds)}, incumbent {_us(result.incumbent_seconds)} (medians)")
+        if result.launch_overhead_seconds is not None:
+            print(f"         host launch overhead: {_us(result.launch_overhead_seconds)} per call (not in the kernel time)")
+    v = result.verdict
+    if v is not None:
+        print(f"verdict  {'ACCEPTED' if v.accepted else 'rejected'}: {v.improvement:+.2%} "
+              f"(CI {v.ci_low:+.2%}…{v.ci_high:+.2%}), p={v.p_value if v.p_value is not None else 'n/a'}, "
+              f"{v.pairs} pairs in {v.blocks}+{v.confirmation_blocks} blocks")
+
+
+def cmd_eval(args) -> int:
+    from kernel_tui.core.task import load_task
+
+    task = load_task(Path(args.task))
+    candidate = _read_candidate(args.candidate)
+    incumbent = _read_candidate(args.incumbent) if args.incumbent else task.baseline_source
+    result = _evaluator(args, task).evaluate(candidate, incumbent)
+    if args.json:
+        print(result.model_dump_json())
+    else:
+        _print_eval(result)
+    return EXIT_OK if result.status.value == "ok" else EXIT_FAILED
+
+
+def cmd_compare(args) -> int:
+    from kernel_tui.core.compare import compare
+    from kernel_tui.core.task import load_task
+
+    if args.runs < 1:
+        raise KernelTuiError("--runs must be at least 1")
+    task = load_task(Path(args.task))
+    candidate, incumbent = _read_candidate(args.candidate), _read_candidate(args.incumbent)
+    result = compare(_evaluator(args, task), incumbent, candidate, runs=args.runs)
+    if args.json:
+        print(result.model_dump_json())
+        return EXIT_OK if result.status.value == "ok" else EXIT_FAILED
+    print(f"status   {result.status.value}: {result.reason}")
+    if result.timing_label:
+        print(f"timing   {result.timing_label}")
+    for r in result.runs:
+        print(f"  run {r.run + 1}: incumbent {_us(r.incumbent_median)}, candidate {_us(r.candidate_median)}, "
+              f"median paired improvement {r.median_paired_improvement:+.2%} ({r.method})")
+    if result.speedup is not None:
+        lo, hi = result.improvement_range
+        print(f"S        {result.speedup:.3f}x  (median of the incumbent's run medians / the candidate's)")
+        print(f"paired   {result.median_paired_improvement:+.2%}  (median across runs; runs ranged {lo:+.2%}…{hi:+.2%})")
+    return EXIT_OK if result.status.value == "ok" else EXIT_FAILED
+
+
+def cmd_check_task(args) -> int:
+    from kernel_tui.core.task import load_task
+
+    task = load_task(Path(args.task))
+    evaluator = _evaluator(args, task)
+    result = evaluator.check(task.baseline_source)
+    ok = result.status.value == "ok"
+    if args.json:
+        print(json.dumps({
+            "task": task.name, "status": result.status.value, "reason": result.reason,
+            "device": result.device, "cases": [c.model_dump() for c in result.cases],
+        }))
+        return EXIT_OK if ok else EXIT_FAILED
+    spec = task.spec
+    print(f"task      {task.name}: {spec.description}")
+    print(f"spec      ok: {len(spec.tensors)} tensors, entrypoint {spec.entrypoint}({', '.join(spec.launch_arguments)}), "
+          f"{len(spec.all_shapes())} shapes, seeds {spec.correctness.seeds}")
+    shapes = ", ".join(f"{c.name} {tuple(c.dims.values())}" for c in spec.correctness_shapes(result.device))
+    if result.status.value == "invalid_task":
+        print(f"reference FAILED: {result.reason}")
+    else:
+        print(f"reference ok on {result.device}: {shapes}")
+        print(f"baseline  {'ok' if ok else 'FAILED'}: {result.reason}")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kernel-tui", description="Human-in-the-loop GPU kernel optimization.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    def device(p):
+        p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                       help="where candidates run; cpu = Triton's interpreter (timings are not GPU timings)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("eval", help="evaluate one candidate against an incumbent (default: the baseline)")
+    p.add_argument("--task", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--incumbent")
+    device(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("compare", help="independent re-test of incumbent vs candidate in fresh processes")
+    p.add_argument("--task", required=True)
+    p.add_argument("--incumbent", required=True)
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--runs", type=int, default=5)
+    device(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness")
+    p.add_argument("task")
+    device(p)
+    p.set_defaults(func=cmd_check_task)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return args.func(args)
+    except KernelTuiError as exc:
+        print(f"kernel-tui: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("kernel-tui: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

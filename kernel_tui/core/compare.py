@@ -1,0 +1,83 @@
+"""The independent re-test: incumbent vs candidate in fresh processes, reported two ways.
+
+S is the ratio of the medians of each side's per-run medians (a speedup, > 1 = candidate faster); the
+paired figure is the median across runs of each run's median paired improvement. They answer different
+questions (how fast each is, and how often and by how much the candidate wins head to head) and are
+reported apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core import gate
+from kernel_tui.core.evaluator.evaluator import Evaluator, timing_label, to_gate_block
+from kernel_tui.core.evaluator.models import Environment, Status, TimingBlock
+
+
+class RunSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    run: int
+    incumbent_median: float
+    candidate_median: float
+    median_paired_improvement: float
+    method: str
+
+
+class Comparison(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    status: Status
+    reason: str
+    device: str
+    timing_label: str = ""
+    runs: list[RunSummary] = []
+    speedup: float | None = None  # S = median(incumbent run medians) / median(candidate run medians)
+    median_paired_improvement: float | None = None
+    improvement_range: tuple[float, float] | None = None
+    launch_overhead_seconds: float | None = None
+    environment: Environment | None = None
+
+
+def summarize_run(block: TimingBlock, run: int) -> RunSummary:
+    return RunSummary(
+        run=run,
+        incumbent_median=statistics.median(block.incumbent),
+        candidate_median=statistics.median(block.candidate),
+        median_paired_improvement=float(statistics.median(gate.paired_improvements(to_gate_block(block)))),
+        method=block.method,
+    )
+
+
+def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5) -> Comparison:
+    """`runs` fresh worker processes, each timing one interleaved block; correctness checked in the first."""
+    rejected = evaluator.check_policy(candidate)
+    if rejected is not None:
+        return Comparison(status=rejected.status, reason=rejected.reason, device=evaluator.device)
+    summaries: list[RunSummary] = []
+    blocks: list[TimingBlock] = []
+    env = None
+    for run in range(runs):
+        res = evaluator.timing_run(candidate, incumbent, block=run, correctness=run == 0, phase="compare")
+        env = env or res.environment
+        if res.status is not Status.ok or res.timing is None:
+            return Comparison(status=res.status, reason=f"run {run + 1}: {res.reason}", device=evaluator.device, runs=summaries, environment=env)
+        blocks.append(res.timing)
+        summaries.append(summarize_run(res.timing, run))
+    inc = statistics.median(s.incumbent_median for s in summaries)
+    cand = statistics.median(s.candidate_median for s in summaries)
+    improvements = [s.median_paired_improvement for s in summaries]
+    overheads = [b.launch_overhead_candidate for b in blocks if b.launch_overhead_candidate is not None]
+    speedup = inc / cand
+    paired = statistics.median(improvements)
+    return Comparison(
+        status=Status.ok,
+        reason=f"S = {speedup:.3f}x (median of run medians), median paired improvement {paired:+.2%} over {runs} fresh processes",
+        device=evaluator.device,
+        timing_label=timing_label(blocks[0], env.device_name if env else ""),
+        runs=summaries, speedup=speedup, median_paired_improvement=paired,
+        improvement_range=(min(improvements), max(improvements)),
+        launch_overhead_seconds=statistics.median(overheads) if overheads else None,
+        environment=env,
+    )

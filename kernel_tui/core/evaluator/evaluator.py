@@ -1,0 +1,270 @@
+"""The caller's side of evaluation: static policy, worker processes, and the sequential gate.
+
+One evaluation = the static policy, then a first worker that checks the candidate's correctness and
+times one block, then further blocks in fresh processes until the gate decides, then fresh confirmation
+blocks for a winner. Every block is a separate process, so process-to-process variance is in the data
+the gate tests across.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from tempfile import mkdtemp
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core import gate
+from kernel_tui.core.evaluator.models import (
+    EvalResult,
+    Status,
+    TimingBlock,
+    TimingPlan,
+    WorkerRequest,
+    WorkerResult,
+)
+from kernel_tui.core.evaluator.runner import run_worker
+from kernel_tui.core.policy import check_source
+from kernel_tui.core.task import Task
+
+INTERPRETER_LABEL = "CPU interpreter — timings are not GPU timings"
+# The interpreter runs kernels thousands of times slower than a GPU and its timings mean nothing for
+# GPU performance, so a CPU block is kept short: enough pairs for the pipeline and the gate to run.
+INTERPRETER_PAIRS = 8
+INTERPRETER_INNER = 2
+
+
+class Progress(BaseModel):
+    """A phase of an evaluation with k of n steps done (for progress bars)."""
+
+    model_config = ConfigDict(frozen=True)
+    phase: str  # policy, correctness, timing, confirmation, done
+    k: int
+    n: int
+    block: int = 0
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """Asked of a child interpreter so the caller never imports torch itself."""
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+            capture_output=True, text=True, timeout=120,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.stdout.strip().endswith("True")
+
+
+def resolve_device(device: str) -> Literal["cpu", "cuda"]:
+    if device == "auto":
+        return "cuda" if cuda_available() else "cpu"
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r} (auto, cuda or cpu)")
+    return device  # type: ignore[return-value]
+
+
+def gate_policy_for(task: Task) -> gate.GatePolicy:
+    overrides = {k: v for k, v in task.spec.gate.model_dump().items() if v is not None}
+    return gate.GatePolicy(min_improvement=task.spec.optimization.min_improvement_fraction, **overrides)
+
+
+def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
+    if block is None:
+        return ""
+    if block.method == "interpreter":
+        return INTERPRETER_LABEL
+    on = f" on {device_name}" if device_name else ""
+    if block.method == "graph":
+        return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets"
+    return f"GPU kernel time{on}: L2 flushed ({block.l2_flush_bytes / 2**20:.0f} MiB) before each call"
+
+
+def to_gate_block(block: TimingBlock) -> gate.Block:
+    return gate.Block(incumbent=block.incumbent, candidate=block.candidate, process=str(block.block))
+
+
+class Evaluator:
+    def __init__(
+        self,
+        task: Task,
+        *,
+        device: str = "auto",
+        workdir: Path | None = None,
+        enforce_policy: bool = True,
+        cancel: threading.Event | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        policy: gate.GatePolicy | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.task = task
+        self.device = resolve_device(device)
+        self.workdir = Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))
+        self.triton_cache = self.workdir / "triton-cache"
+        self.enforce_policy = enforce_policy
+        self.cancel = cancel or threading.Event()
+        self.on_progress = on_progress
+        self.policy = policy or gate_policy_for(task)
+        self.timeout = timeout or task.spec.benchmark.timeout_seconds
+        self._runs = 0
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _emit(self, phase: str, k: int, n: int, block: int = 0) -> None:
+        if self.on_progress is not None:
+            self.on_progress(Progress(phase=phase, k=k, n=n, block=block))
+
+    def plan(self, seed: int = 0) -> TimingPlan:
+        b = self.task.spec.benchmark
+        if self.device == "cpu":
+            return TimingPlan(
+                pairs=min(b.samples, INTERPRETER_PAIRS), inner_repeats=min(b.inner_repeats, INTERPRETER_INNER),
+                warmup=1, method=b.timing, seed=seed,
+            )
+        return TimingPlan(pairs=b.samples, inner_repeats=b.inner_repeats, warmup=b.warmup, method=b.timing, seed=seed)
+
+    def _worker(
+        self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
+        block: int, deadline: float, phase: str,
+    ) -> WorkerResult:
+        self._runs += 1
+        request = WorkerRequest(
+            task=self.task.spec.model_dump(mode="json", by_alias=True),
+            reference_source=self.task.reference_source,
+            candidate_source=candidate,
+            incumbent_source=incumbent,
+            device=self.device,
+            check_correctness=correctness,
+            timing=timing,
+            block=block,
+        )
+        remaining = max(1.0, deadline - time.monotonic())
+        return run_worker(
+            request, self.workdir / f"worker-{self._runs:04d}", timeout=remaining,
+            triton_cache=self.triton_cache, cancel=self.cancel,
+            on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
+        )
+
+    def check_policy(self, source: str) -> EvalResult | None:
+        """None when the source passes the static policy, else the rejection."""
+        if not self.enforce_policy:
+            return None
+        spec = self.task.spec
+        report = check_source(
+            source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
+            tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"],
+            max_source_chars=spec.optimization.max_source_chars,
+        )
+        if report.syntax_error:
+            return EvalResult(status=Status.compile_error, reason=f"syntax error {report.syntax_error}", device=self.device)
+        if not report.ok:
+            return EvalResult(
+                status=Status.policy_violation, reason=report.summary(), device=self.device,
+                policy_rule=report.violations[0].rule,
+            )
+        return None
+
+    # --- public ---------------------------------------------------------------------------------
+    def timing_run(
+        self, candidate: str, incumbent: str, *, block: int, correctness: bool, phase: str = "timing", seed: int = 0,
+    ) -> WorkerResult:
+        """One fresh worker process timing one interleaved block (used by the re-test)."""
+        deadline = time.monotonic() + self.timeout
+        return self._worker(
+            candidate, incumbent, correctness=correctness, timing=self.plan(seed), block=block,
+            deadline=deadline, phase=phase,
+        )
+
+    def check(self, candidate: str) -> EvalResult:
+        """Policy and correctness only: no timing."""
+        self._emit("policy", 0, 1)
+        rejected = self.check_policy(candidate)
+        if rejected is not None:
+            return rejected
+        deadline = time.monotonic() + self.timeout
+        res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline, phase="correctness")
+        return EvalResult(
+            status=res.status, reason=res.reason, device=self.device, cases=res.cases,
+            environment=res.environment, seconds=res.seconds,
+        )
+
+    def evaluate(self, candidate: str, incumbent: str | None = None, *, seed: int = 0) -> EvalResult:
+        """Policy, correctness, then blocks of paired timing against the incumbent until the gate decides."""
+        started = time.monotonic()
+        incumbent = self.task.baseline_source if incumbent is None else incumbent
+        self._emit("policy", 0, 1)
+        rejected = self.check_policy(candidate)
+        if rejected is not None:
+            return rejected
+        deadline = started + self.timeout
+        blocks: list[TimingBlock] = []
+        confirmation: list[TimingBlock] = []
+        first: WorkerResult | None = None
+        verdict: gate.Verdict | None = None
+        seconds: dict[str, float] = {}
+
+        def block(index: int, phase: str) -> WorkerResult:
+            res = self._worker(
+                candidate, incumbent, correctness=index == 0, timing=self.plan(seed), block=index,
+                deadline=deadline, phase=phase,
+            )
+            for k, v in res.seconds.items():
+                seconds[k] = seconds.get(k, 0.0) + v
+            return res
+
+        def finish(status: Status, reason: str) -> EvalResult:
+            seconds["wall"] = time.monotonic() - started
+            env = first.environment if first else None
+            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds)
+
+        while True:
+            res = block(len(blocks), "timing")
+            if first is None:
+                first = res
+            if res.status is not Status.ok:
+                return finish(res.status, res.reason)
+            assert res.timing is not None
+            blocks.append(res.timing)
+            verdict = gate.decide([to_gate_block(b) for b in blocks], self.policy)
+            if verdict.decision != "continue":
+                break
+        if verdict.decision == "confirm":
+            for i in range(self.policy.confirm_blocks):
+                res = block(len(blocks) + i, "confirmation")
+                if res.status is not Status.ok:
+                    return finish(res.status, res.reason)
+                assert res.timing is not None
+                confirmation.append(res.timing)
+            verdict = gate.decide(
+                [to_gate_block(b) for b in blocks], self.policy,
+                confirmation=[to_gate_block(b) for b in confirmation],
+            )
+        self._emit("done", 1, 1)
+        return finish(Status.ok, verdict.reason)
+
+    def _result(
+        self, status: Status, reason: str, first: WorkerResult | None, blocks: list[TimingBlock],
+        confirmation: list[TimingBlock], verdict: gate.Verdict | None, env, seconds: dict[str, float],
+    ) -> EvalResult:
+        all_blocks = blocks + confirmation
+        cand = [t for b in all_blocks for t in b.candidate]
+        inc = [t for b in all_blocks for t in b.incumbent]
+        overheads = [b.launch_overhead_candidate for b in all_blocks if b.launch_overhead_candidate is not None]
+        name = env.device_name if env else ""
+        return EvalResult(
+            status=status, reason=reason, device=self.device,
+            timing_label=timing_label(all_blocks[0] if all_blocks else None, name),
+            cases=first.cases if first else [], blocks=blocks, confirmation=confirmation,
+            verdict=verdict if status is Status.ok else None,
+            candidate_seconds=statistics.median(cand) if cand else None,
+            incumbent_seconds=statistics.median(inc) if inc else None,
+            launch_overhead_seconds=statistics.median(overheads) if overheads else None,
+            environment=env, seconds=seconds,
+        )

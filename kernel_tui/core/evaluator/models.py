@@ -1,0 +1,119 @@
+"""What crosses the process boundary between the caller and an evaluation worker."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernel_tui.core.gate import Verdict
+
+
+class Status(str, Enum):
+    ok = "ok"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    incorrect = "incorrect"
+    timeout = "timeout"
+    crashed = "crashed"
+    policy_violation = "policy_violation"
+    invalid_task = "invalid_task"
+    cancelled = "cancelled"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+TimingMethod = Literal["graph", "flush", "interpreter"]
+
+
+class TimingPlan(_Frozen):
+    pairs: int = 25
+    inner_repeats: int = 5
+    warmup: int = 10
+    method: Literal["auto", "graph", "flush"] = "auto"
+    seed: int = 0
+
+
+class WorkerRequest(_Frozen):
+    """One worker process: optional correctness of the candidate, optional one timing block."""
+
+    task: dict  # TaskSpec dumped by alias, revalidated in the worker
+    reference_source: str
+    candidate_source: str
+    incumbent_source: str | None = None
+    device: Literal["cpu", "cuda"]
+    check_correctness: bool = True
+    timing: TimingPlan | None = None
+    block: int = 0
+    sys_path: list[str] = Field(default_factory=list)
+
+
+class CaseResult(_Frozen):
+    shape: str
+    seed: int
+    passed: bool
+    max_abs_error: float | None = None
+    detail: str = ""
+
+
+class TimingBlock(_Frozen):
+    """Paired samples from one process, seconds per call."""
+
+    block: int
+    method: TimingMethod
+    shape: str
+    incumbent: list[float]
+    candidate: list[float]
+    order: list[str]  # "AB" or "BA" per pair
+    inner_repeats: int
+    rotating_sets: int = 1
+    l2_flush_bytes: int = 0
+    launch_overhead_incumbent: float | None = None
+    launch_overhead_candidate: float | None = None
+    timed_outputs_checked: int = 0
+
+
+class Environment(_Frozen):
+    device: Literal["cpu", "cuda"]
+    device_name: str
+    python: str
+    torch: str
+    triton: str
+    l2_bytes: int | None = None
+    sm_count: int | None = None
+    vendor: str = ""
+
+
+class WorkerResult(_Frozen):
+    status: Status
+    reason: str
+    cases: list[CaseResult] = Field(default_factory=list)
+    timing: TimingBlock | None = None
+    environment: Environment | None = None
+    seconds: dict[str, float] = Field(default_factory=dict)  # load, correctness, timing
+
+
+class EvalResult(_Frozen):
+    """The outcome of one evaluation: policy, correctness, timing blocks and the gate's verdict."""
+
+    status: Status
+    reason: str
+    device: Literal["cpu", "cuda"]
+    timing_label: str = ""
+    cases: list[CaseResult] = Field(default_factory=list)
+    blocks: list[TimingBlock] = Field(default_factory=list)
+    confirmation: list[TimingBlock] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    candidate_seconds: float | None = None  # median kernel time per call
+    incumbent_seconds: float | None = None
+    launch_overhead_seconds: float | None = None
+    environment: Environment | None = None
+    policy_rule: str | None = None
+    seconds: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is not None and self.verdict.accepted

@@ -1,0 +1,247 @@
+"""Paired, interleaved timing of incumbent (A) and candidate (B) inside one worker process.
+
+On a GPU the kernel is timed, not the launcher. Triton's host-side launch costs about as much as a small
+kernel, so events around a plain launch measure the launcher. Two ways around it, picked per task:
+- flush: before every call a memset of at least twice the L2 size evicts the working set and keeps the GPU
+  busy while the host enqueues the launch, so the events bracket the kernel alone (L2 cold);
+- graph: the calls are captured once in a CUDA graph over rotating input sets that together exceed the
+  L2, and replayed; no host code runs between kernels.
+`auto` measures the host launch overhead against the flush time and takes flush when the flush hides
+the launch with room to spare, graph otherwise. Host launch overhead is reported as its own figure.
+Outputs of timed calls are poisoned before and checked after, and inputs are refreshed every sample, so a
+candidate that skips or caches work once it has seen its buffers fails.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+
+from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, tensor_bytes
+from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
+from kernel_tui.core.evaluator.recorder import HostOpRecorder
+from kernel_tui.core.task import ShapeCase, TaskSpec
+
+FLUSH_MIN_BYTES = 256 * 2**20
+MAX_ROTATING_SETS = 32
+GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph launch cost vanishes
+Progress = Callable[[str, int, int], None]
+
+
+def abba_orders(pairs: int, seed: int) -> list[str]:
+    start = np.random.default_rng(seed).integers(2)
+    return ["AB" if (i + start) % 2 == 0 else "BA" for i in range(pairs)]
+
+
+class _Kernel:
+    """One side (A or B) of the comparison: its entrypoint and a recorder of host torch ops."""
+
+    def __init__(self, name: str, fn: Callable, verify: bool) -> None:
+        self.name, self.fn, self.verify = name, fn, verify
+        self.recorder = HostOpRecorder()
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graph_calls = 0
+
+    def call(self, args: list) -> None:
+        with self.recorder:
+            self.fn(*args)
+        self.raise_on_host_ops()
+
+    def raise_on_host_ops(self) -> None:
+        if self.recorder.forbidden and self.verify:
+            op = self.recorder.forbidden[0]
+            raise CandidateFault("policy_violation", f"torch-compute: host code ran {op} during a timed call")
+
+
+class BlockTimer:
+    def __init__(
+        self,
+        spec: TaskSpec,
+        shape: ShapeCase,
+        device: str,
+        reference: Callable,
+        plan: TimingPlan,
+        block: int,
+        progress: Progress,
+    ) -> None:
+        self.spec, self.shape, self.device, self.reference = spec, shape, device, reference
+        self.plan, self.block, self.progress = plan, block, progress
+        self.atol, self.rtol = spec.correctness.atol, spec.correctness.rtol
+        self.seed = plan.seed * 1000 + block * 100 + 7
+        self.sets: list[ArgumentSet] = []
+        self.checked = 0
+
+    # --- shared ---------------------------------------------------------------------------------
+    def _refresh(self, sample: int) -> None:
+        for i, s in enumerate(self.sets):
+            s.fill(self.seed + sample * len(self.sets) + i)
+            s.compute_expected(self.reference)
+
+    def _check(self, s: ArgumentSet, kernel: _Kernel) -> None:
+        if kernel.verify:
+            s.check(self.atol, self.rtol, "timed call")
+            self.checked += 1
+
+    def run(self, inc_fn: Callable, cand_fn: Callable) -> TimingBlock:
+        a, b = _Kernel("incumbent", inc_fn, verify=False), _Kernel("candidate", cand_fn, verify=True)
+        if self.device == "cpu":
+            return self._run_interpreter(a, b)
+        return self._run_gpu(a, b)
+
+    def _samples(self, a: _Kernel, b: _Kernel, one: Callable[[_Kernel, int], float]) -> tuple[list[float], list[float], list[str]]:
+        orders = abba_orders(self.plan.pairs, self.seed)
+        ta, tb = [], []
+        for i, order in enumerate(orders):
+            self._refresh(i)
+            for who in order:
+                kernel = a if who == "A" else b
+                (ta if who == "A" else tb).append(one(kernel, i))
+            self.progress("timing", i + 1, len(orders))
+        return ta, tb, orders
+
+    # --- CPU interpreter ------------------------------------------------------------------------
+    def _run_interpreter(self, a: _Kernel, b: _Kernel) -> TimingBlock:
+        self.sets = [ArgumentSet.build(self.spec, self.shape.dims, "cpu", self.seed)]
+        s = self.sets[0]
+        for kernel in (a, b):
+            for _ in range(max(1, min(self.plan.warmup, 2))):
+                s.prepare_call()
+                kernel.call(s.args())
+
+        def one(kernel: _Kernel, _i: int) -> float:
+            total = 0.0
+            for _ in range(self.plan.inner_repeats):
+                s.prepare_call()
+                t0 = time.perf_counter()
+                kernel.call(s.args())
+                total += time.perf_counter() - t0
+                self._check(s, kernel)
+            return total / self.plan.inner_repeats
+
+        ta, tb, orders = self._samples(a, b, one)
+        return TimingBlock(
+            block=self.block, method="interpreter", shape=self.shape.name, incumbent=ta, candidate=tb,
+            order=orders, inner_repeats=self.plan.inner_repeats, timed_outputs_checked=self.checked,
+        )
+
+    # --- GPU ------------------------------------------------------------------------------------
+    def _run_gpu(self, a: _Kernel, b: _Kernel) -> TimingBlock:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+        bytes_per_call = tensor_bytes(self.spec, self.shape.dims)
+        n_sets = max(2, min(MAX_ROTATING_SETS, math.ceil(2 * l2 / max(bytes_per_call, 1)) + 1))
+        self.sets = [
+            ArgumentSet.build(self.spec, self.shape.dims, self.device, self.seed + i) for i in range(n_sets)
+        ]
+        flush = torch.empty(max(2 * l2, FLUSH_MIN_BYTES) // 4, dtype=torch.int32, device=self.device)
+        self._refresh(-1)
+        for kernel in (a, b):  # warm-up: compile, autotune, settle clocks
+            for j in range(max(1, self.plan.warmup)):
+                s = self.sets[j % n_sets]
+                s.prepare_call()
+                kernel.call(s.args())
+            torch.cuda.synchronize()
+        overhead = {k.name: self._launch_overhead(k) for k in (a, b)}
+        flush_s = self._event_time(lambda: flush.zero_(), repeats=5)
+        kernel_s = self._flush_sample(a, flush)
+        method = self.plan.method
+        if method == "auto":
+            method = "flush" if max(overhead.values()) < 0.5 * flush_s else "graph"
+        if method == "graph":
+            calls = n_sets * max(1, math.ceil(max(self.plan.inner_repeats, GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)) / n_sets))
+            calls = min(calls, n_sets * max(1, 512 // n_sets))
+            try:
+                for kernel in (a, b):
+                    self._capture(kernel, calls)
+            except CandidateFault:
+                raise
+            except Exception:  # not capturable: fall back to flushing, still kernel-only
+                torch.cuda.synchronize()
+                method = "flush"
+        one = (lambda k, _i: self._graph_sample(k)) if method == "graph" else (lambda k, _i: self._flush_sample(k, flush))
+        ta, tb, orders = self._samples(a, b, one)
+        return TimingBlock(
+            block=self.block, method=method, shape=self.shape.name, incumbent=ta, candidate=tb,
+            order=orders, inner_repeats=a.graph_calls if method == "graph" else self.plan.inner_repeats,
+            rotating_sets=n_sets, l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
+            launch_overhead_incumbent=overhead["incumbent"], launch_overhead_candidate=overhead["candidate"],
+            timed_outputs_checked=self.checked,
+        )
+
+    @staticmethod
+    def _event_time(fn: Callable[[], object], repeats: int) -> float:
+        times = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return statistics.median(times)
+
+    def _launch_overhead(self, kernel: _Kernel, calls: int = 20, repeats: int = 5) -> float:
+        """Host seconds per launch call, with the GPU never starving the host."""
+        s = self.sets[0]
+        per_call = []
+        for _ in range(repeats):
+            torch.cuda.synchronize()
+            args = s.args()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                kernel.fn(*args)
+            per_call.append((time.perf_counter() - t0) / calls)
+            torch.cuda.synchronize()
+        return statistics.median(per_call)
+
+    def _flush_sample(self, kernel: _Kernel, flush: torch.Tensor) -> float:
+        total = 0.0
+        for j in range(self.plan.inner_repeats):
+            s = self.sets[j % len(self.sets)]
+            s.prepare_call()
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            args = s.args()
+            start.record()
+            with kernel.recorder:
+                kernel.fn(*args)
+            end.record()
+            end.synchronize()
+            kernel.raise_on_host_ops()
+            total += start.elapsed_time(end) / 1e3
+            self._check(s, kernel)
+        return total / self.plan.inner_repeats
+
+    def _capture(self, kernel: _Kernel, calls: int) -> None:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for s in self.sets:
+                kernel.fn(*s.args())
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with kernel.recorder if kernel.verify else nullcontext():
+            with torch.cuda.graph(graph):
+                for j in range(calls):
+                    kernel.fn(*self.sets[j % len(self.sets)].args())
+        kernel.raise_on_host_ops()
+        kernel.graph, kernel.graph_calls = graph, calls
+
+    def _graph_sample(self, kernel: _Kernel) -> float:
+        for s in self.sets:
+            s.prepare_call()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        kernel.graph.replay()
+        end.record()
+        end.synchronize()
+        for s in self.sets:
+            self._check(s, kernel)
+        return start.elapsed_time(end) / 1e3 / kernel.graph_calls

@@ -1,0 +1,227 @@
+"""The evaluation worker: runs in its own process (`python -I`), never in the caller's.
+
+Usage (the runner does this): worker REQUEST.json RESULT.json [PROGRESS_FD]. It loads the reference,
+the candidate and the incumbent from source files in its private directory, checks the candidate's
+correctness, times one block of interleaved pairs, and writes a WorkerResult. Anything the candidate
+does wrong becomes a status with a reason; only a hard crash or a hang leaves no result, and the
+runner reports those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from kernel_tui.core.evaluator.models import (
+    CaseResult,
+    Environment,
+    Status,
+    WorkerRequest,
+    WorkerResult,
+)
+
+
+class _Progress:
+    def __init__(self, fd: int | None) -> None:
+        self.stream = os.fdopen(fd, "w", buffering=1) if fd is not None else None
+
+    def __call__(self, phase: str, k: int, n: int) -> None:
+        if self.stream is not None:
+            try:
+                self.stream.write(json.dumps({"phase": phase, "k": k, "n": n}) + "\n")
+            except OSError:
+                self.stream = None
+
+
+def _environment(device: str):
+    import torch
+    import triton
+
+    name, l2, sms, vendor = platform.processor() or platform.machine(), None, None, "cpu"
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        name = props.name
+        l2 = int(getattr(props, "L2_cache_size", 0) or 0) or None
+        sms = props.multi_processor_count
+        vendor = "amd" if getattr(torch.version, "hip", None) else "nvidia"
+    return Environment(
+        device=device, device_name=name, python=platform.python_version(), torch=torch.__version__,
+        triton=triton.__version__, l2_bytes=l2, sm_count=sms, vendor=vendor,
+    )
+
+
+def _candidate_line(exc: BaseException, filename: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    return f" (candidate line {frames[-1].lineno})" if frames else ""
+
+
+def _kernel_names(module) -> set[str]:
+    from triton.runtime.jit import KernelInterface
+
+    return {n for n, v in vars(module).items() if isinstance(v, KernelInterface)}
+
+
+def classify(exc: BaseException, filename: str, kernels: set[str], interpreted: bool) -> tuple[Status, str]:
+    """Map an exception from a candidate call to a status and one-line reason."""
+    kind = type(exc).__name__
+    message = str(exc).strip().splitlines()
+    text = f"{kind}: {message[-1] if message else ''}{_candidate_line(exc, filename)}"
+    if type(exc).__module__.startswith("triton.compiler") or kind == "CompilationError":
+        return Status.compile_error, text
+    if interpreted and isinstance(exc, (NameError, AttributeError, TypeError)):
+        in_kernel = any(
+            f.filename == filename and f.name in kernels for f in traceback.extract_tb(exc.__traceback__)
+        )
+        if in_kernel:  # what a compiler would reject, met by the interpreter at run time
+            return Status.compile_error, f"{text} [in a kernel, under the CPU interpreter]"
+    return Status.runtime_error, text
+
+
+def _seed(seed: int, shape_index: int) -> int:
+    return seed * 7919 + shape_index * 104729
+
+
+def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
+    from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, load_module
+    from kernel_tui.core.task import TaskSpec
+
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    spec = TaskSpec.model_validate(req.task)
+
+    import torch
+
+    if req.device == "cpu":
+        torch.set_num_threads(1)
+    elif not torch.cuda.is_available():
+        return WorkerResult(status=Status.invalid_task, reason="device cuda requested but no GPU is visible")
+    env = _environment(req.device)
+    sync = torch.cuda.synchronize if req.device == "cuda" else (lambda: None)
+
+    try:
+        ref_module = load_module(req.reference_source, workdir / "ref", "kt_reference")
+        reference = getattr(ref_module, spec.reference.entrypoint)
+    except Exception as exc:  # noqa: BLE001 - any failure here is the task's fault
+        return WorkerResult(status=Status.invalid_task, reason=f"reference failed to load: {type(exc).__name__}: {exc}", environment=env)
+
+    cand_dir = workdir / "candidate"
+    cand_file = str(cand_dir / "kt_candidate.py")
+    try:
+        cand_module = load_module(req.candidate_source, cand_dir, "kt_candidate")
+    except SyntaxError as exc:
+        return WorkerResult(status=Status.compile_error, reason=f"syntax error line {exc.lineno}: {exc.msg}", environment=env)
+    except Exception as exc:  # noqa: BLE001 - the candidate's import-time failure
+        return WorkerResult(status=Status.compile_error, reason=f"importing the candidate raised {type(exc).__name__}: {exc}{_candidate_line(exc, cand_file)}", environment=env)
+    candidate = getattr(cand_module, spec.entrypoint, None)
+    if not callable(candidate):
+        return WorkerResult(status=Status.compile_error, reason=f"the candidate defines no callable {spec.entrypoint}", environment=env)
+    kernels = _kernel_names(cand_module)
+    interpreted = req.device == "cpu"
+    seconds["load"] = time.perf_counter() - t0
+
+    cases: list[CaseResult] = []
+
+    def fail(status: str | Status, reason: str) -> WorkerResult:
+        seconds["total"] = time.perf_counter() - t0
+        return WorkerResult(status=Status(status), reason=reason, cases=cases, environment=env, seconds=seconds)
+
+    from kernel_tui.core.evaluator.recorder import HostOpRecorder
+
+    if req.check_correctness:
+        t1 = time.perf_counter()
+        shapes = spec.correctness_shapes(req.device)
+        total = len(shapes) * len(spec.correctness.seeds)
+        k = 0
+        for si, case in enumerate(shapes):
+            for seed in spec.correctness.seeds:
+                what = f"shape {case.name} {tuple(case.dims.values())} seed {seed}"
+                s = ArgumentSet.build(spec, case.dims, req.device, _seed(seed, si))
+                try:
+                    s.compute_expected(reference)
+                    sync()
+                except Exception as exc:  # noqa: BLE001
+                    return fail(Status.invalid_task, f"reference failed at {what}: {type(exc).__name__}: {exc}")
+                s.prepare_call()
+                recorder = HostOpRecorder()
+                t_call = time.perf_counter()
+                try:
+                    with recorder:
+                        candidate(*s.args())
+                    sync()
+                except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
+                    status, reason = classify(exc, cand_file, kernels, interpreted)
+                    cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=reason))
+                    return fail(status, f"{what}: {reason}")
+                if k == 0:
+                    seconds["first_call"] = time.perf_counter() - t_call
+                if recorder.forbidden:
+                    return fail(Status.policy_violation, f"torch-compute: host code ran {recorder.forbidden[0]} ({what})")
+                try:
+                    err = s.check(spec.correctness.atol, spec.correctness.rtol, what)
+                except CandidateFault as fault:
+                    cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=fault.reason))
+                    return fail(fault.status, fault.reason)
+                cases.append(CaseResult(shape=case.name, seed=seed, passed=True, max_abs_error=err))
+                k += 1
+                progress("correctness", k, total)
+        seconds["correctness"] = time.perf_counter() - t1
+
+    timing = None
+    if req.timing is not None:
+        from kernel_tui.core.evaluator.timing import BlockTimer
+
+        t2 = time.perf_counter()
+        if req.incumbent_source is None:
+            incumbent = candidate
+        else:
+            try:
+                inc_module = load_module(req.incumbent_source, workdir / "incumbent", "kt_incumbent")
+                incumbent = getattr(inc_module, spec.entrypoint)
+            except Exception as exc:  # noqa: BLE001
+                return fail(Status.invalid_task, f"the incumbent failed to load: {type(exc).__name__}: {exc}")
+        timer = BlockTimer(spec, spec.timing_shape(req.device), req.device, reference, req.timing, req.block, progress)
+        try:
+            timing = timer.run(incumbent, candidate)
+        except CandidateFault as fault:
+            return fail(fault.status, fault.reason)
+        except Exception as exc:  # noqa: BLE001
+            status, reason = classify(exc, cand_file, kernels, interpreted)
+            return fail(status, f"during timing: {reason}")
+        seconds["timing"] = time.perf_counter() - t2
+
+    seconds["total"] = time.perf_counter() - t0
+    return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing, environment=env, seconds=seconds)
+
+
+def _write(path: Path, result: WorkerResult) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(result.model_dump_json(), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    progress = _Progress(int(argv[2]) if len(argv) > 2 else None)
+    req = WorkerRequest.model_validate_json(request_path.read_text(encoding="utf-8"))
+    try:
+        result = run(req, request_path.parent, progress)
+    except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently
+        tail = traceback.format_exc().strip().splitlines()[-1]
+        result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
+    _write(result_path, result)
+    sys.stdout.flush()
+    # A candidate's stray threads or a broken CUDA context must not keep the process alive.
+    os._exit(0)
+
+
+BOOTSTRAP = (
+    "import json,sys;"
+    "sys.path[:0]=json.load(open(sys.argv[1]))['sys_path'];"
+    "from kernel_tui.core.evaluator.worker import main;"
+    "main(sys.argv[1:])"
+)

@@ -1,0 +1,356 @@
+"""Static policy on candidate source, checked with `ast` before anything runs.
+
+The rules keep a candidate honest: the work must be done by Triton kernels, and host code may only
+allocate, compute launch grids and launch. Every rejection names its rule so a person (or the agent)
+knows exactly what to change. The evaluator adds a dynamic check of host-side torch ops on top.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"}
+FORBIDDEN_BUILTINS = {
+    "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals",
+    "locals", "vars", "breakpoint", "input", "memoryview",
+}
+ALLOWED_DUNDERS = {"__name__", "__future__"}
+# torch attributes host code may use: allocation, dtypes and device queries.
+TORCH_HOST_ALLOWED = {
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like",
+    "float16", "bfloat16", "float32", "float64", "half", "float", "int8", "int16", "int32",
+    "int64", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "dtype", "device", "Size", "Tensor",
+    "finfo", "iinfo", "is_tensor",
+}
+TORCH_CUDA_ALLOWED = {"get_device_properties", "current_device", "get_device_capability", "device_count"}
+# Tensor methods with no compute: metadata and views.
+TENSOR_METHODS_ALLOWED = {
+    "stride", "size", "numel", "dim", "element_size", "is_contiguous", "data_ptr", "view",
+    "new_empty", "new_zeros", "unsqueeze", "squeeze", "flatten", "reshape", "t", "permute",
+    "transpose", "expand", "get_device", "nelement", "storage_offset",
+}
+# Method names that only ever mean tensor compute in this context.
+TENSOR_COMPUTE_METHODS = {
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "copy_", "clone", "sum", "mean",
+    "max", "min", "exp", "log", "matmul", "mm", "bmm", "addmm", "softmax", "sigmoid", "relu",
+    "float", "half", "to", "contiguous", "fill_", "zero_", "neg", "sqrt", "rsqrt", "pow", "abs",
+    "cumsum", "prod", "norm", "index_copy_", "scatter_", "gather", "masked_fill_", "cpu", "cuda",
+    "numpy", "tolist", "item", "amax", "amin", "argmax", "var", "std", "where", "lerp", "sort",
+}
+TIMER_MODULES = {"time", "timeit"}
+SIDE_STREAM_NAMES = {"Stream", "stream", "ExternalStream", "StreamContext", "set_stream"}
+TIMER_NAMES = {"Event", "Timer", "synchronize"}
+
+
+class Violation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rule: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule} (line {self.line}): {self.message}"
+
+
+class PolicyReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    violations: list[Violation]
+    syntax_error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and self.syntax_error is None
+
+    def summary(self) -> str:
+        if self.syntax_error:
+            return f"syntax: {self.syntax_error}"
+        return "; ".join(str(v) for v in self.violations[:3]) + (
+            f" (+{len(self.violations) - 3} more)" if len(self.violations) > 3 else ""
+        )
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    name = _dotted(target)
+    if not name:
+        return False
+    head, _, rest = name.partition(".")
+    full = f"{aliases.get(head, head)}.{rest}" if rest else aliases.get(head, head)
+    return full in {"triton.jit", "triton.autotune", "triton.heuristics"}
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, tensor_params: set[str]) -> None:
+        self.violations: list[Violation] = []
+        self.aliases: dict[str, str] = {}  # local name -> module path
+        self.tensor_params = tensor_params
+        self.kernel_depth = 0
+
+    def add(self, rule: str, node: ast.AST, message: str) -> None:
+        self.violations.append(Violation(rule=rule, line=getattr(node, "lineno", 0), message=message))
+
+    # --- imports -----------------------------------------------------------------------------
+    def _check_module(self, module: str, node: ast.AST) -> bool:
+        root = module.split(".")[0]
+        if "reference" in module.split("."):
+            self.add("reference-access", node, f"importing {module!r}: candidates may not load the reference")
+            return False
+        if root in TIMER_MODULES:
+            self.add("timer-access", node, f"importing {module!r}: timers belong to the evaluator")
+            return False
+        if module == "triton.testing" or module.startswith("triton.testing."):
+            self.add("timer-access", node, "triton.testing is the evaluator's business")
+            return False
+        if module not in ALLOWED_IMPORTS:
+            self.add("import-not-allowed", node, f"import {module!r} (allowed: {', '.join(sorted(ALLOWED_IMPORTS))})")
+            return False
+        return True
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if self._check_module(alias.name, node):
+                local = alias.asname or alias.name.split(".")[0]
+                self.aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.add("import-not-allowed", node, "relative imports are not allowed")
+            return
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            if alias.name == "*":
+                self.add("import-not-allowed", node, f"'from {module} import *' hides what is used")
+            elif full in ALLOWED_IMPORTS or full == "triton.testing":
+                if self._check_module(full, node):
+                    self.aliases[alias.asname or alias.name] = full
+            elif self._check_module(module, node):
+                self.aliases[alias.asname or alias.name] = full
+                self._check_attr_path(full, node)
+
+    # --- names and attributes ----------------------------------------------------------------
+    def _resolve(self, node: ast.AST) -> str | None:
+        name = _dotted(node)
+        if not name:
+            return None
+        head, _, rest = name.partition(".")
+        if head not in self.aliases:
+            return None
+        base = self.aliases[head]
+        return f"{base}.{rest}" if rest else base
+
+    def _check_attr_path(self, full: str, node: ast.AST) -> None:
+        parts = full.split(".")
+        if parts[0] == "torch" and len(parts) > 1 and self.kernel_depth == 0:
+            if parts[1] == "cuda" and len(parts) > 2:
+                if parts[2] in SIDE_STREAM_NAMES:
+                    self.add("side-stream", node, f"{full}: kernels run on the evaluator's stream")
+                elif parts[2] in TIMER_NAMES:
+                    self.add("timer-access", node, f"{full}: timing belongs to the evaluator")
+                elif parts[2] not in TORCH_CUDA_ALLOWED:
+                    self.add("torch-compute", node, f"{full} is not allowed in host code")
+            elif parts[1] == "cuda":
+                pass
+            elif parts[1] not in TORCH_HOST_ALLOWED:
+                self.add("torch-compute", node, f"{full}: host code may only allocate; do the work in a Triton kernel")
+        if parts[0] == "triton" and len(parts) > 1 and parts[1] == "testing":
+            self.add("timer-access", node, f"{full}: triton.testing is the evaluator's business")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
+            self.add("dunder-access", node, f"attribute {node.attr!r}")
+        full = self._resolve(node)
+        if full is not None and isinstance(node.ctx, ast.Load):
+            self._check_attr_path(full, node)
+            return  # the dotted path was judged as a whole
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in FORBIDDEN_BUILTINS:
+            self.add("forbidden-builtin", node, f"{node.id!r} is not allowed")
+        elif node.id.startswith("__") and node.id.endswith("__") and node.id not in ALLOWED_DUNDERS:
+            self.add("dunder-access", node, f"name {node.id!r}")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "reference.py" in node.value:
+            self.add("reference-access", node, "mentions reference.py: candidates may not load the reference")
+
+    # --- assignments (monkeypatching, host-side tensor writes) --------------------------------
+    def _check_target(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._check_target(elt, node)
+            return
+        if isinstance(target, ast.Attribute):
+            root = target
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            # Modules, and the tensors the evaluator hands in, are not the candidate's to patch.
+            if isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.tensor_params):
+                self.add("monkeypatch", node, f"assigning to {_dotted(target) or 'an attribute'}")
+        if isinstance(target, ast.Subscript) and self.kernel_depth == 0:
+            base = target.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in self.tensor_params:
+                self.add("torch-compute", node, f"host-side write into tensor {base.id!r}")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target, node)
+        if isinstance(node.target, ast.Name) and node.target.id in self.tensor_params and self.kernel_depth == 0:
+            self.add("torch-compute", node, f"host-side arithmetic on tensor {node.target.id!r}")
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    # --- host compute on tensor parameters -----------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if self.kernel_depth == 0:
+            for side in (node.left, node.right):
+                if isinstance(side, ast.Name) and side.id in self.tensor_params:
+                    self.add("torch-compute", node, f"host-side arithmetic on tensor {side.id!r}")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if self.kernel_depth == 0 and isinstance(func, ast.Attribute) and self._resolve(func) is None:
+            method = func.attr
+            if method in TENSOR_COMPUTE_METHODS:
+                self.add("torch-compute", node, f".{method}() in host code: do the work in a Triton kernel")
+            elif method == "record_stream" or method == "wait_stream":
+                self.add("side-stream", node, f".{method}()")
+        self.generic_visit(node)
+
+    # --- scopes --------------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        jit = any(_is_jit_decorator(d, self.aliases) for d in node.decorator_list)
+        for d in node.decorator_list:
+            self.visit(d)
+        self.kernel_depth += jit
+        for stmt in node.body:
+            self.visit(stmt)
+        self.kernel_depth -= jit
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.add("monkeypatch", node, "'global' rebinding is not allowed; keep state out of candidates")
+
+
+def _kernels_and_launches(tree: ast.Module, aliases: dict[str, str]) -> tuple[set[str], dict[str, set[str]], dict[str, set[str]]]:
+    """Module-level jit kernels; for each host function, the kernels it launches and functions it calls."""
+    kernels: set[str] = set()
+    launches: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            if any(_is_jit_decorator(d, aliases) for d in node.decorator_list):
+                kernels.add(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            # kernel = triton.jit(fn)
+            if _is_jit_decorator(node.value.func, aliases) or _is_jit_decorator(node.value, aliases):
+                kernels.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name not in kernels:
+            launched, called = set(), set()
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    f = sub.func
+                    if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
+                        launched.add(f.value.id)
+                    elif isinstance(f, ast.Name):
+                        called.add(f.id)
+            launches[node.name] = launched
+            calls[node.name] = called
+    return kernels, launches, calls
+
+
+def _launches_kernel(entry: str, kernels: set[str], launches: dict[str, set[str]], calls: dict[str, set[str]]) -> bool:
+    seen: set[str] = set()
+    todo = [entry]
+    while todo:
+        fn = todo.pop()
+        if fn in seen or fn not in launches:
+            continue
+        seen.add(fn)
+        if launches[fn] & kernels:
+            return True
+        todo.extend(calls[fn])
+    return False
+
+
+def check_source(
+    source: str,
+    *,
+    entrypoint: str,
+    launch_arguments: Iterable[str],
+    tensor_arguments: Iterable[str] = (),
+    max_source_chars: int = 50_000,
+) -> PolicyReport:
+    """Check a candidate's source against the static policy."""
+    args = list(launch_arguments)
+    if len(source) > max_source_chars:
+        return PolicyReport(violations=[Violation(
+            rule="source-size", line=0,
+            message=f"{len(source)} characters, the task allows {max_source_chars}",
+        )])
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return PolicyReport(violations=[], syntax_error=f"line {exc.lineno}: {exc.msg}")
+
+    checker = _Checker(tensor_params=set(tensor_arguments))
+    checker.visit(tree)
+    violations = list(checker.violations)
+
+    entry = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entrypoint), None
+    )
+    if entry is None:
+        violations.append(Violation(
+            rule="entrypoint-missing", line=0,
+            message=f"no module-level function {entrypoint}({', '.join(args)})",
+        ))
+    else:
+        params = entry.args
+        positional = params.posonlyargs + params.args
+        required = len(positional) - len(params.defaults)
+        if params.vararg is None and not (required <= len(args) <= len(positional)):
+            violations.append(Violation(
+                rule="entrypoint-signature", line=entry.lineno,
+                message=f"{entrypoint} takes {len(positional)} arguments, the task passes {len(args)}: "
+                f"({', '.join(args)})",
+            ))
+        kernels, launches, calls = _kernels_and_launches(tree, checker.aliases)
+        if not kernels:
+            violations.append(Violation(
+                rule="no-triton-kernel", line=0, message="no @triton.jit kernel: the work must be done by one",
+            ))
+        elif not _launches_kernel(entrypoint, kernels, launches, calls):
+            violations.append(Violation(
+                rule="no-triton-kernel", line=entry.lineno,
+                message=f"{entrypoint} never launches a @triton.jit kernel (kernel[grid](...))",
+            ))
+    violations.sort(key=lambda v: v.line)
+    return PolicyReport(violations=violations)
