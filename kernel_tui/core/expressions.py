@@ -46,7 +46,8 @@ def names_in(expr: str | int | float) -> set[str]:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError:
         return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in _FUNCS}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def _eval(node: ast.AST, dims: Mapping[str, int], text: str) -> int | float:

@@ -1,5 +1,5 @@
 # expect: timeout
-# why: the kernel spins in a while loop whose counter never changes, so the launch never finishes (on GPU and under the interpreter)
+# why: every program spins on a volatile load of a[0] waiting for it to change, which never happens, so the launch never finishes (GPU and interpreter)
 import torch
 import triton
 import triton.language as tl
@@ -12,9 +12,9 @@ def _silu_mul_kernel(a_ptr, b_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr
     mask = offsets < n_elements
     a = tl.load(a_ptr + offsets, mask=mask).to(tl.float32)
     b = tl.load(b_ptr + offsets, mask=mask).to(tl.float32)
-    spin = n_elements * 0 + 1
-    while spin > 0:
-        spin = spin * 1
+    first = tl.load(a_ptr)
+    while tl.load(a_ptr, volatile=True) == first:
+        first = tl.load(a_ptr)
     tl.store(out_ptr + offsets, (a * tl.sigmoid(a) * b).to(tl.float16), mask=mask)
 
 

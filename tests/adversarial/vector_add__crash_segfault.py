@@ -1,6 +1,6 @@
 # expect: crashed
 # policy: off
-# why: dereferences a NULL pointer through ctypes after the launch, killing the worker with SIGSEGV
+# why: reads a long from address 0 through ctypes after the launch (NULL dereference), killing the worker with SIGSEGV
 import ctypes
 
 import torch
@@ -22,4 +22,4 @@ def launch(x, y, output, n_elements):
     BLOCK_SIZE = 256
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
     _add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
-    ctypes.string_at(0, 64)
+    ctypes.c_long.from_address(0).value

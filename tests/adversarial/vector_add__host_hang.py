@@ -1,5 +1,5 @@
 # expect: timeout
-# why: spins forever in host code before the launch, so the call never returns
+# why: busy-waits forever in host code (while n_elements > 0: pass) before the launch, so the call never returns
 import torch
 import triton
 import triton.language as tl
@@ -17,8 +17,7 @@ def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
 
 def launch(x, y, output, n_elements):
     BLOCK_SIZE = 256
-    spins = 0
-    while True:
-        spins = spins ^ 1
+    while n_elements > 0:
+        pass
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
     _add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)

@@ -19,13 +19,17 @@ def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, (a + b).to(tl.float16), mask=mask)
 
 
+_launch_lock = threading.Lock()
+
+
 def _late_launch(x, y, output, n_elements):
     time.sleep(1.0)
     BLOCK_SIZE = 256
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
-    _add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+    with _launch_lock:
+        _add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
 
 
 def launch(x, y, output, n_elements):
-    worker = threading.Thread(target=_late_launch, args=(x, y, output, n_elements), daemon=True)
+    worker = threading.Thread(target=_late_launch, args=(x, y, output, n_elements))
     worker.start()

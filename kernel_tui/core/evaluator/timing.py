@@ -2,12 +2,14 @@
 
 On a GPU the kernel is timed, not the launcher. Triton's host-side launch costs about as much as a small
 kernel, so events around a plain launch measure the launcher. Two ways around it, picked per task:
-- flush: before every call a memset of at least twice the L2 size evicts the working set and keeps the GPU
-  busy while the host enqueues the launch, so the events bracket the kernel alone (L2 cold);
-- graph: the calls are captured once in a CUDA graph over rotating input sets that together exceed the
-  L2, and replayed; no host code runs between kernels.
-`auto` measures the host launch overhead against the flush time and takes flush when the flush hides
-the launch with room to spare, graph otherwise. Host launch overhead is reported as its own figure.
+- flush: the GPU is first held busy (a sleep kernel) while the host enqueues every call of the sample,
+  each preceded by a memset of at least twice the L2 size; the events then bracket kernels that were
+  already queued, L2 cold, whatever the host costs. (Measured on an H200: without the hold, per-call
+  syncs let host latency into the events and an A/A pair read 34 vs 69 µs.)
+- graph: the calls are captured once in a CUDA graph over rotating input sets that together exceed
+  twice the L2, and replayed back to back; no host code runs between kernels.
+`auto` takes graph where the host launch overhead rivals the kernel (more than half its flushed time),
+flush otherwise. Host launch overhead is reported as its own figure.
 Outputs of timed calls are poisoned before and checked after, and inputs are refreshed every sample, so a
 candidate that skips or caches work once it has seen its buffers fails.
 """
@@ -31,6 +33,7 @@ from kernel_tui.core.task import ShapeCase, TaskSpec
 FLUSH_MIN_BYTES = 256 * 2**20
 MAX_ROTATING_SETS = 32
 GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph launch cost vanishes
+HOLD_SECONDS = 2e-3  # the GPU sleeps this long while the host enqueues a flush-mode sample
 Progress = Callable[[str, int, int], None]
 
 
@@ -148,14 +151,15 @@ class BlockTimer:
                 kernel.call(s.args())
             torch.cuda.synchronize()
         overhead = {k.name: self._launch_overhead(k) for k in (a, b)}
-        flush_s = self._event_time(lambda: flush.zero_(), repeats=5)
-        kernel_s = self._flush_sample(a, flush)
+        self._ensure_sets(self.plan.inner_repeats)  # flush mode checks every call on its own set
+        kernel_s = statistics.median(self._flush_sample(a, flush) for _ in range(3))
         method = self.plan.method
         if method == "auto":
-            method = "flush" if max(overhead.values()) < 0.5 * flush_s else "graph"
+            method = "graph" if max(overhead.values()) > 0.5 * kernel_s else "flush"
         if method == "graph":
-            calls = n_sets * max(1, math.ceil(max(self.plan.inner_repeats, GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)) / n_sets))
-            calls = min(calls, n_sets * max(1, 512 // n_sets))
+            n = len(self.sets)
+            calls = n * max(1, math.ceil(max(self.plan.inner_repeats, GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)) / n))
+            calls = min(calls, n * max(1, 512 // n))
             try:
                 for kernel in (a, b):
                     self._capture(kernel, calls)
@@ -169,22 +173,10 @@ class BlockTimer:
         return TimingBlock(
             block=self.block, method=method, shape=self.shape.name, incumbent=ta, candidate=tb,
             order=orders, inner_repeats=a.graph_calls if method == "graph" else self.plan.inner_repeats,
-            rotating_sets=n_sets, l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
+            rotating_sets=len(self.sets), l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
             launch_overhead_incumbent=overhead["incumbent"], launch_overhead_candidate=overhead["candidate"],
             timed_outputs_checked=self.checked,
         )
-
-    @staticmethod
-    def _event_time(fn: Callable[[], object], repeats: int) -> float:
-        times = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        return statistics.median(times)
 
     def _launch_overhead(self, kernel: _Kernel, calls: int = 20, repeats: int = 5) -> float:
         """Host seconds per launch call, with the GPU never starving the host."""
@@ -200,23 +192,39 @@ class BlockTimer:
             torch.cuda.synchronize()
         return statistics.median(per_call)
 
+    def _ensure_sets(self, count: int) -> None:
+        while len(self.sets) < count:
+            s = ArgumentSet.build(self.spec, self.shape.dims, self.device, self.seed + len(self.sets))
+            s.fill(self.seed + 10_000 + len(self.sets))
+            s.compute_expected(self.reference)
+            self.sets.append(s)
+
+    def _hold_gpu(self) -> None:
+        """Keep the GPU busy so the host can enqueue a whole sample before any of it runs."""
+        sleep = getattr(torch.cuda, "_sleep", None)
+        if sleep is not None:
+            clock_hz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 2_000_000) * 1e3
+            sleep(int(HOLD_SECONDS * clock_hz))
+
     def _flush_sample(self, kernel: _Kernel, flush: torch.Tensor) -> float:
-        total = 0.0
-        for j in range(self.plan.inner_repeats):
-            s = self.sets[j % len(self.sets)]
+        n = self.plan.inner_repeats
+        used = [self.sets[j % len(self.sets)] for j in range(n)]
+        for s in {id(s): s for s in used}.values():
             s.prepare_call()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        argv = [s.args() for s in used]
+        self._hold_gpu()
+        for (start, end), args in zip(events, argv):
             flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            args = s.args()
             start.record()
             with kernel.recorder:
                 kernel.fn(*args)
             end.record()
-            end.synchronize()
-            kernel.raise_on_host_ops()
-            total += start.elapsed_time(end) / 1e3
+        events[-1][1].synchronize()
+        kernel.raise_on_host_ops()
+        for s in {id(s): s for s in used}.values():
             self._check(s, kernel)
-        return total / self.plan.inner_repeats
+        return sum(start.elapsed_time(end) for start, end in events) / 1e3 / n
 
     def _capture(self, kernel: _Kernel, calls: int) -> None:
         side = torch.cuda.Stream()

@@ -68,6 +68,8 @@ def _kernel_names(module) -> set[str]:
 
 def classify(exc: BaseException, filename: str, kernels: set[str], interpreted: bool) -> tuple[Status, str]:
     """Map an exception from a candidate call to a status and one-line reason."""
+    if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
+        exc = exc.__cause__  # the interpreter wraps what the kernel raised
     kind = type(exc).__name__
     message = str(exc).strip().splitlines()
     text = f"{kind}: {message[-1] if message else ''}{_candidate_line(exc, filename)}"

@@ -1,0 +1,84 @@
+"""The adversarial catalogue: every bad candidate in tests/adversarial/ is rejected with its status.
+
+Each case file starts with comment headers: `# expect: STATUS`, optionally `# rule: RULE` (for
+policy violations) and `# policy: off` (switch the static policy off to provoke runtime behaviour).
+All run on the CPU interpreter through one Evaluator per (task, policy) pair, which must keep serving.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from kernel_tui.core.evaluator import Evaluator, Status
+from kernel_tui.core.gate import GatePolicy
+from kernel_tui.core.task import load_task
+from tests.conftest import FIXTURES
+
+CASES = Path(__file__).parent / "adversarial"
+# The catalogue runs on the CPU interpreter in CI; KT_TEST_DEVICE=cuda runs it on a GPU machine.
+DEVICE = os.environ.get("KT_TEST_DEVICE", "cpu")
+SHORT_GATE = GatePolicy(min_blocks=2, max_blocks=2, confirm_blocks=0)
+
+
+def parse(path: Path) -> dict[str, str]:
+    headers = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*(expect|rule|policy|why):\s*(.+)", line)
+        if not m:
+            break
+        headers[m.group(1)] = m.group(2).strip()
+    headers["task"] = path.name.split("__")[0]
+    return headers
+
+
+CASE_FILES = sorted(CASES.glob("*__*.py"))
+
+
+@cache
+def evaluator(task_name: str, policy_on: bool, tmp: str) -> Evaluator:
+    return Evaluator(
+        load_task(FIXTURES / task_name), device=DEVICE, enforce_policy=policy_on, policy=SHORT_GATE,
+        workdir=Path(tmp) / f"{task_name}-{policy_on}", timeout=40,
+    )
+
+
+@pytest.fixture(scope="module")
+def workroot(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("adversarial"))
+
+
+def test_catalogue_is_large_enough():
+    assert len(CASE_FILES) >= 25
+    statuses = {parse(p)["expect"] for p in CASE_FILES}
+    assert {"incorrect", "policy_violation", "timeout", "crashed", "compile_error", "runtime_error"} <= statuses
+    assert all(parse(p)["task"] in {d.name for d in FIXTURES.iterdir()} for p in CASE_FILES)
+
+
+@pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
+def test_bad_candidate_is_rejected_with_expected_status(path, workroot):
+    h = parse(path)
+    ev = evaluator(h["task"], h.get("policy", "on") != "off", workroot)
+    result = ev.evaluate(path.read_text())
+    assert result.status is Status(h["expect"]), f"{result.status.value}: {result.reason}"
+    assert result.reason and "\n" not in result.reason
+    assert not result.accepted
+    if "rule" in h:
+        assert result.reason.startswith(h["rule"]) or result.policy_rule == h["rule"], result.reason
+
+
+def test_evaluator_keeps_serving_after_crash_and_hang(workroot):
+    task = load_task(FIXTURES / "vector_add")
+    ev = Evaluator(task, device=DEVICE, enforce_policy=False, policy=SHORT_GATE, workdir=Path(workroot) / "serve", timeout=25)
+    crash = ev.evaluate((CASES / "vector_add__crash_segfault.py").read_text())
+    assert crash.status is Status.crashed and "SIGSEGV" in crash.reason
+    hang = ev.evaluate((CASES / "vector_add__host_hang.py").read_text())
+    assert hang.status is Status.timeout
+    ok = ev.evaluate(task.baseline_source)
+    assert ok.status is Status.ok, ok.reason
+    assert ok.verdict is not None
+    assert ok.timing_label.startswith("CPU interpreter" if DEVICE == "cpu" else "GPU kernel time")
