@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kernel_tui.core.errors import CandidateError, KernelTuiError
+from kernel_tui.format import duration, percent
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -32,14 +33,6 @@ def _read_candidate(path: str) -> str:
         raise CandidateError(f"{p}: is a directory, not a candidate file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CandidateError(f"{p}: cannot read candidate: {exc}") from None
-
-
-def _us(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.2f} µs"
 
 
 def _evaluator(args, task):
@@ -70,9 +63,9 @@ def _print_eval(result) -> None:
     if result.candidate_seconds is not None:
         what = "interpreter time" if result.device == "cpu" else "kernel time"
         print(f"timing   {result.timing_label}")
-        print(f"         {what}: candidate {_us(result.candidate_seconds)}, incumbent {_us(result.incumbent_seconds)} (medians)")
+        print(f"         {what}: candidate {duration(result.candidate_seconds)}, incumbent {duration(result.incumbent_seconds)} (medians)")
         if result.launch_overhead_seconds is not None:
-            print(f"         host launch overhead: {_us(result.launch_overhead_seconds)} per call (not in the kernel time)")
+            print(f"         host launch overhead: {duration(result.launch_overhead_seconds)} per call (not in the kernel time)")
     v = result.verdict
     if v is not None:
         print(f"verdict  {'ACCEPTED' if v.accepted else 'rejected'}: {v.improvement:+.2%} "
@@ -110,7 +103,7 @@ def cmd_compare(args) -> int:
     if result.timing_label:
         print(f"timing   {result.timing_label}")
     for r in result.runs:
-        print(f"  run {r.run + 1}: incumbent {_us(r.incumbent_median)}, candidate {_us(r.candidate_median)}, "
+        print(f"  run {r.run + 1}: incumbent {duration(r.incumbent_median)}, candidate {duration(r.candidate_median)}, "
               f"median paired improvement {r.median_paired_improvement:+.2%} ({r.method})")
     if result.speedup is not None:
         lo, hi = result.improvement_range
@@ -145,6 +138,63 @@ def cmd_check_task(args) -> int:
     return EXIT_OK if ok else EXIT_FAILED
 
 
+def cmd_run(args) -> int:
+    if not args.headless:
+        raise KernelTuiError("the interactive screen is not part of this version yet; add --headless")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise KernelTuiError("--max-steps must be at least 1")
+    from kernel_tui import headless
+
+    return headless.run(args)
+
+
+def cmd_history(args) -> int:
+    from kernel_tui.core.history import accepted_versions, all_proposals
+    from kernel_tui.core.workspace import Workspace
+
+    ws = Workspace.open(Path(args.workspace))
+    versions = all_proposals(ws) if args.all else accepted_versions(ws)
+    if args.json:
+        print(json.dumps([v.model_dump() for v in versions]))
+        return EXIT_OK
+    print(("every proposal" if args.all else "accepted versions (newest first)") + f" — {ws.root}")
+    print(f"{'commit':8}  {'round':>5}  {'status':18}  {'latency':>10}  {'vs prev':>8}  {'vs base':>8}  proposer / change")
+    for v in versions:
+        print(f"{v.commit[:8]}  {v.round if v.round is not None else '-':>5}  {v.status:18}  {duration(v.latency):>10}  "
+              f"{percent(v.vs_previous):>8}  {percent(v.vs_baseline):>8}  {v.proposer}: {v.change}")
+    return EXIT_OK
+
+
+def cmd_restore(args) -> int:
+    import git
+
+    from kernel_tui.core.workspace import Workspace, person_identity
+
+    ws = Workspace.open(Path(args.workspace))
+    ws.lock()
+    try:
+        try:
+            ws.repo.commit(args.rev)
+        except (git.BadName, ValueError):
+            raise KernelTuiError(f"{args.rev}: no such version in {ws.root}") from None
+        person = person_identity(args.name, args.email)
+        commit = ws.restore(args.rev, person)
+    finally:
+        ws.unlock()
+    print(f"best is now {commit.hexsha[:8]}: {commit.summary}")
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from kernel_tui.core.report import write_report
+    from kernel_tui.core.workspace import Workspace
+
+    ws = Workspace.open(Path(args.workspace))
+    for path in write_report(ws.root):
+        print(path)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kernel-tui", description="Human-in-the-loop GPU kernel optimization.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -168,6 +218,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=5)
     device(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace")
+    p.add_argument("target", help="a task directory or an existing workspace")
+    p.add_argument("--headless", action="store_true", help="no screen: auto-approve every proposal")
+    p.add_argument("--proposer", choices=["search", "llm", "replay"])
+    p.add_argument("--candidates", help="directory of *.py candidates for --proposer replay (name order)")
+    p.add_argument("--max-steps", type=int, help="rounds in this workspace's budget")
+    p.add_argument("--workspace", help="where to create the workspace (default workspaces/<task>-<time>)")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")
+    p.add_argument("workspace")
+    p.add_argument("--all", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("restore", help="make an old version the incumbent again (a new commit on best)")
+    p.add_argument("workspace")
+    p.add_argument("rev", help="a commit (short sha) or ref")
+    p.add_argument("--name", help="your name for the restore commit (default: your git identity)")
+    p.add_argument("--email")
+    p.set_defaults(func=cmd_restore)
+
+    p = sub.add_parser("report", help="write report.md and the plots of a workspace")
+    p.add_argument("workspace")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness")
     p.add_argument("task")

@@ -72,8 +72,15 @@ def resolve_device(device: str) -> Literal["cpu", "cuda"]:
     return device  # type: ignore[return-value]
 
 
-def gate_policy_for(task: Task) -> gate.GatePolicy:
+# On the CPU interpreter timings carry no GPU meaning, so the sequential design is kept short: the
+# pipeline and the statistics run as on a GPU, with fewer processes.
+INTERPRETER_GATE = {"min_blocks": 2, "max_blocks": 3, "confirm_blocks": 1}
+
+
+def gate_policy_for(task: Task, device: str = "cuda") -> gate.GatePolicy:
     overrides = {k: v for k, v in task.spec.gate.model_dump().items() if v is not None}
+    if device == "cpu":
+        overrides = {**INTERPRETER_GATE, **overrides}
     return gate.GatePolicy(min_improvement=task.spec.optimization.min_improvement_fraction, **overrides)
 
 
@@ -112,7 +119,7 @@ class Evaluator:
         self.enforce_policy = enforce_policy
         self.cancel = cancel or threading.Event()
         self.on_progress = on_progress
-        self.policy = policy or gate_policy_for(task)
+        self.policy = policy or gate_policy_for(task, self.device)
         self.timeout = timeout or task.spec.benchmark.timeout_seconds
         self._runs = 0
 

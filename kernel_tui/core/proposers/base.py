@@ -1,0 +1,56 @@
+"""What every proposer answers to: the Session asks for a proposal and reports back what became of it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+
+
+class ProposerContext(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    round: int
+    best_source: str
+    baseline_source: str
+    history: list[TrajectoryLine]
+
+
+class Proposal(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    source: str
+    change: str
+    proposer: ProposerInfo
+
+
+class Feedback(BaseModel):
+    """What became of a proposal, in the terms a proposer can learn from."""
+
+    model_config = ConfigDict(frozen=True)
+    round: int
+    status: str
+    accepted: bool
+    reason: str
+    improvement: float | None = None
+    latency: float | None = None
+    incumbent_latency: float | None = None
+    rejected_by_person: bool = False
+    edited_source: str | None = None  # what the person changed the proposal into, if they did
+
+
+class Proposer:
+    """Base class. `propose` returns None when the proposer has nothing more to offer."""
+
+    info: ProposerInfo
+
+    def propose(self, context: ProposerContext) -> Proposal | None:
+        raise NotImplementedError
+
+    def feedback(self, feedback: Feedback) -> None:
+        """Learn from a verdict or a person's rejection (default: nothing to learn)."""
+
+    def state(self) -> dict:
+        """JSON-able state saved in the workspace so a resumed run continues where it stopped."""
+        return {}
+
+    def restore(self, state: dict) -> None:
+        """Take back a state saved by `state`."""

@@ -1,0 +1,84 @@
+"""The records a run leaves in its workspace: one model per file or line, all pydantic.
+
+These are the workspace's own story; the report and the history are made from them and from git alone.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ProposerKind = Literal["llm", "search", "person", "replay", "baseline"]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ProposerInfo(_Record):
+    kind: ProposerKind
+    name: str  # "built-in search", "replay", a person's name, "openai/gpt-…"
+    model: str | None = None
+    email: str | None = None
+
+
+class TrajectoryLine(_Record):
+    """One verdict: what was proposed, by whom, what happened to it."""
+
+    round: int
+    change: str
+    proposer: ProposerInfo
+    commit: str
+    status: str  # an evaluator Status, or "rejected_by_person"
+    reason: str
+    accepted: bool
+    latency: float | None = None  # candidate's median seconds per call
+    incumbent_latency: float | None = None
+    improvement: float | None = None  # the gate's estimate, fraction (+0.03 = 3% faster)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    evaluation_dir: str | None = None
+    incumbent_commit: str | None = None
+    device: str = ""
+    timing_label: str = ""
+    time: str = Field(default_factory=now_iso)
+
+
+class Preflight(_Record):
+    status: Literal["ok", "failed"]
+    reference: str
+    baseline: str
+    device: str
+    time: str = Field(default_factory=now_iso)
+
+
+class AgentStatus(_Record):
+    status: Literal["complete", "complete_with_warning", "incomplete"]
+    warnings: list[str] = []
+    missing: str | None = None
+    time: str = Field(default_factory=now_iso)
+
+
+class RunSummary(_Record):
+    task: str
+    device: str
+    timing_label: str
+    rounds: int
+    accepted: int
+    statuses: dict[str, int]
+    baseline_commit: str
+    best_commit: str
+    best_round: int | None
+    baseline_latency: float | None
+    best_latency: float | None
+    final_speedup: float | None
+    final_median_paired_improvement: float | None
+    stopped_because: str
+    time: str = Field(default_factory=now_iso)

@@ -1,0 +1,278 @@
+"""One Session drives rounds: propose -> the person's decision -> evaluate -> gate -> record -> feedback.
+
+Headless mode and the TUI are two front ends on this loop; they differ only in the DecisionProvider they
+pass and in how they render the events. Everything a round produces is on disk (git, trajectory.jsonl,
+evaluations/) before the next phase starts, so a kill at any moment loses nothing and a reopened
+workspace resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core.compare import Comparison, compare
+from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
+from kernel_tui.core.evaluator import EvalResult, Evaluator, Progress, Status
+from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
+from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
+from kernel_tui.core.workspace import Workspace
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    kind: Literal[
+        "log", "preflight", "proposal", "decision", "progress", "verdict", "best_changed", "budget", "finished",
+    ]
+    round: int = 0
+    text: str = ""
+    progress: Progress | None = None
+    pending: PendingProposal | None = None
+    line: TrajectoryLine | None = None
+    used: int = 0
+    total: int = 0
+
+
+class SessionState(BaseModel):
+    """Saved as session.json: the budget and the proposer's state survive a restart."""
+
+    max_steps: int
+    proposer: dict = {}
+    finished: bool = False
+
+
+class Session:
+    def __init__(
+        self,
+        workspace: Workspace,
+        evaluator: Evaluator,
+        proposer: Proposer,
+        decider: DecisionProvider | None = None,
+        *,
+        max_steps: int | None = None,
+        cancel: threading.Event | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        retest_runs: int | None = None,
+    ) -> None:
+        self.ws, self.evaluator, self.proposer = workspace, evaluator, proposer
+        self.decider = decider or AutoApprove()
+        self.cancel = cancel or threading.Event()
+        self.evaluator.cancel = self.cancel
+        self.on_event = on_event or (lambda e: None)
+        self.retest_runs = retest_runs or (5 if evaluator.device == "cuda" else 2)
+        saved = workspace.read_json("session.json")
+        state = SessionState.model_validate(saved) if saved else None
+        total = max_steps or (state.max_steps if state else workspace.task.spec.optimization.max_rounds)
+        self.state = SessionState(max_steps=total, proposer=state.proposer if state else {})
+        if self.state.proposer:
+            self.proposer.restore(self.state.proposer)
+        self._current_round = 0
+        self.evaluator.on_progress = lambda p: self._emit("progress", round=self._current_round, progress=p)
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def _emit(self, kind: str, **kw) -> None:
+        self.on_event(Event(kind=kind, **kw))
+
+    def _save_state(self) -> None:
+        self.state = self.state.model_copy(update={"proposer": self.proposer.state()})
+        self.ws.write_json("session.json", self.state)
+
+    @property
+    def used(self) -> int:
+        return len(self.ws.trajectory())
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.state.max_steps - self.used)
+
+    # --- preflight ------------------------------------------------------------------------------
+    def preflight(self) -> Preflight:
+        saved = self.ws.read_json("preflight.json")
+        if saved and saved.get("status") == "ok" and saved.get("device") == self.evaluator.device:
+            return Preflight.model_validate(saved)
+        self._emit("log", text="preflight: reference self-check and baseline correctness")
+        baseline = self.ws.task.baseline_source
+        check = self.evaluator.check(baseline)
+        ok = check.status is Status.ok
+        reference = "ok" if check.status is not Status.invalid_task else check.reason
+        pre = Preflight(
+            status="ok" if ok else "failed", reference=reference,
+            baseline=check.reason if not ok else f"correct on {len(check.cases)} shape×seed cases",
+            device=self.evaluator.device,
+        )
+        env = check.environment.model_dump() if check.environment else {"device": self.evaluator.device}
+        self.ws.write_json("environment.json", env)
+        from kernel_tui.core.hardware import measure
+
+        self.ws.write_json("hardware.json", measure(self.evaluator))
+        if ok:
+            timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline")
+            self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
+        self.ws.write_json("preflight.json", pre)
+        self._emit("preflight", text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}")
+        return pre
+
+    # --- one round ------------------------------------------------------------------------------
+    def step(self) -> TrajectoryLine | None:
+        """One round. None when there is nothing more to do (budget spent, proposer done, cancelled)."""
+        if self.cancel.is_set() or self.remaining <= 0:
+            return None
+        pending = self.ws.pending()
+        if pending:  # committed before a crash, never judged: judge it now
+            round_no, commit = pending[0]
+            change, trailers = self.ws.proposal_info(commit)
+            proposer = self._proposer_from(trailers)
+            source = self.ws.source_at(commit)
+            self._emit("log", round=round_no, text=f"round {round_no}: resuming {commit.hexsha[:8]} committed before a stop")
+        else:
+            round_no = self.ws.next_round()
+            ctx = ProposerContext(
+                round=round_no, best_source=self.ws.best_source,
+                baseline_source=self.ws.task.baseline_source, history=self.ws.trajectory(),
+            )
+            proposal = self.proposer.propose(ctx)
+            self._save_state()
+            if proposal is None:
+                self._emit("log", text="the proposer has nothing more to propose")
+                return None
+            commit = self.ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
+            change, proposer, source = proposal.change, proposal.proposer, proposal.source
+        self._current_round = round_no
+        best = self.ws.best
+        pending_proposal = PendingProposal(
+            round=round_no, commit=commit.hexsha, change=change, proposer=proposer, source=source,
+            best_source=self.ws.source_at(best), best_commit=best.hexsha,
+        )
+        self._emit("proposal", round=round_no, pending=pending_proposal, text=f"round {round_no}: {change} ({proposer.name})")
+
+        decision = self.decider.decide(pending_proposal, self.cancel)
+        if self.cancel.is_set():
+            return None
+        self._emit("decision", round=round_no, text=f"round {round_no}: {decision.action}" + (f" — {decision.reason}" if decision.reason else ""))
+        edited = None
+        if decision.action == "reject":
+            line = TrajectoryLine(
+                round=round_no, change=change, proposer=proposer, commit=commit.hexsha, status="rejected_by_person",
+                reason=decision.reason or "rejected without a reason", accepted=False, incumbent_commit=best.hexsha,
+                device=self.evaluator.device,
+            )
+            self.ws.record_verdict(line)
+            self._finish_round(line, rejected_by_person=True)
+            return line
+        if decision.action == "edit" and decision.source is not None:
+            person = decision.person or ProposerInfo(kind="person", name="person")
+            commit = self.ws.commit_edit(round_no, decision.source, commit, person, decision.reason)
+            source = edited = decision.source
+            proposer = person
+
+        result = self.evaluator.evaluate(source, incumbent=pending_proposal.best_source)
+        if result.status is Status.cancelled or self.cancel.is_set():
+            return None  # stays pending: judged again on resume
+        line = self._record(round_no, change, proposer, commit.hexsha, best.hexsha, source, pending_proposal.best_source, result)
+        if line.accepted:
+            self.ws.accept(commit)
+            self._emit("best_changed", round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})")
+        self._finish_round(line, edited_source=edited)
+        return line
+
+    def _proposer_from(self, trailers: dict[str, str]) -> ProposerInfo:
+        kind, _, name = trailers.get("Proposer", "replay:unknown").partition(":")
+        if kind not in ("llm", "search", "person", "replay"):
+            kind = "replay"
+        return ProposerInfo(kind=kind, name=name or kind, model=trailers.get("Model") or None)  # type: ignore[arg-type]
+
+    def _record(self, round_no, change, proposer, commit, incumbent, source, incumbent_source, result: EvalResult) -> TrajectoryLine:
+        d = self.ws.evaluation_dir(round_no)
+        (d / "candidate.py").write_text(source, encoding="utf-8")
+        (d / "incumbent.py").write_text(incumbent_source, encoding="utf-8")
+        (d / "task.json").write_text((self.ws.root / "task.json").read_text(encoding="utf-8"), encoding="utf-8")
+        self.ws.write_json("request.json", {
+            "round": round_no, "commit": commit, "incumbent_commit": incumbent, "device": self.evaluator.device,
+            "gate": self.evaluator.policy.model_dump(), "timing": self.evaluator.plan().model_dump(),
+        }, directory=d)
+        self.ws.write_json("result.json", result, directory=d)
+        v = result.verdict
+        line = TrajectoryLine(
+            round=round_no, change=change, proposer=proposer, commit=commit, status=result.status.value,
+            reason=result.reason, accepted=result.accepted, latency=result.candidate_seconds,
+            incumbent_latency=result.incumbent_seconds, improvement=v.improvement if v else None,
+            ci_low=v.ci_low if v else None, ci_high=v.ci_high if v else None, p_value=v.p_value if v else None,
+            evaluation_dir=str(d.relative_to(self.ws.root)), incumbent_commit=incumbent,
+            device=self.evaluator.device, timing_label=result.timing_label,
+        )
+        self.ws.record_verdict(line)
+        return line
+
+    def _finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None) -> None:
+        self.proposer.feedback(Feedback(
+            round=line.round, status=line.status, accepted=line.accepted, reason=line.reason,
+            improvement=line.improvement, latency=line.latency, incumbent_latency=line.incumbent_latency,
+            rejected_by_person=rejected_by_person, edited_source=edited_source,
+        ))
+        self._save_state()
+        self._emit("verdict", round=line.round, line=line, text=f"round {line.round}: {line.status}: {line.reason}")
+        self._emit("budget", used=self.used, total=self.state.max_steps)
+
+    # --- the whole run --------------------------------------------------------------------------
+    def run(self) -> RunSummary | None:
+        """Preflight, rounds until the budget or the proposer is spent, then the final re-test and records."""
+        self.ws.reconcile()
+        pre = self.preflight()
+        if pre.status != "ok":
+            self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=f"preflight failed: {pre.baseline}"))
+            return None
+        while self.step() is not None:
+            pass
+        if self.cancel.is_set():
+            self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing="stopped before the final re-test"))
+            return None
+        return self.finalize()
+
+    def finalize(self, stopped_because: str | None = None) -> RunSummary:
+        """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
+        warnings: list[str] = []
+        self._emit("log", text=f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
+        comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source, runs=self.retest_runs)
+        self.ws.write_json("final-comparison.json", comparison)
+        lines = self.ws.trajectory()
+        statuses: dict[str, int] = {}
+        for ln in lines:
+            key = "accepted" if ln.accepted else ln.status
+            statuses[key] = statuses.get(key, 0) + 1
+        accepted = [ln for ln in lines if ln.accepted]
+        best_line = next((ln for ln in reversed(accepted) if ln.commit == self.ws.best.hexsha), None)
+        baseline_eval = self.ws.read_json("baseline-evaluation.json") or {}
+        timing = baseline_eval.get("timing") or {}
+        baseline_latency = statistics.median(timing["candidate"]) if timing.get("candidate") else None
+        if comparison.status is not Status.ok:
+            warnings.append(f"final re-test failed: {comparison.reason}")
+        elif accepted and comparison.speedup is not None and comparison.speedup < 1.0:
+            warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.speedup:.3f})")
+        if self.evaluator.device == "cpu":
+            warnings.append("CPU interpreter run: timings are not GPU timings")
+        if stopped_because is None:
+            stopped_because = "budget spent" if self.remaining <= 0 else "proposer finished"
+        summary = RunSummary(
+            task=self.ws.task.name, device=self.evaluator.device,
+            timing_label=comparison.timing_label, rounds=len(lines), accepted=len(accepted), statuses=statuses,
+            baseline_commit=self.ws.baseline.hexsha, best_commit=self.ws.best.hexsha,
+            best_round=best_line.round if best_line else None, baseline_latency=baseline_latency,
+            best_latency=best_line.latency if best_line else baseline_latency,
+            final_speedup=comparison.speedup, final_median_paired_improvement=comparison.median_paired_improvement,
+            stopped_because=stopped_because,
+        )
+        self.ws.write_json("run_summary.json", summary)
+        if comparison.status is not Status.ok:
+            status = AgentStatus(status="incomplete", warnings=warnings, missing="final re-test")
+        else:
+            status = AgentStatus(status="complete_with_warning" if warnings else "complete", warnings=warnings)
+        self.ws.write_json("agent-status.json", status)
+        self.state = self.state.model_copy(update={"finished": True})
+        self._save_state()
+        self._emit("finished", text=f"{status.status}: {summary.accepted} accepted of {summary.rounds}; {comparison.reason}")
+        return summary
+

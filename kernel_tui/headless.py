@@ -1,0 +1,109 @@
+"""Headless front end: the Session loop with auto-approval, rendered as lines on the terminal."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.proposers.base import Proposer
+from kernel_tui.core.session import Event, Session
+from kernel_tui.core.workspace import Workspace
+from kernel_tui.format import duration
+
+
+def open_or_create(target: Path, workspace: Path | None) -> Workspace:
+    """A workspace path resumes it; a task directory starts a new workspace."""
+    if Workspace.is_workspace(target):
+        if workspace is not None and workspace.resolve() != target.resolve():
+            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+        return Workspace.open(target)
+    if (target / ".git").exists():
+        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
+    if not (target / "task.json").exists():
+        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
+    return Workspace.create(target, path=workspace) if workspace else Workspace.create(target)
+
+
+def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace) -> Proposer:
+    saved = (ws.read_json("session.json") or {}).get("proposer") or {}
+    kind = kind or saved.get("kind") or ("replay" if candidates else "search")
+    if kind == "replay":
+        from kernel_tui.core.proposers.replay import ReplayProposer
+
+        directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
+        if directory is None:
+            raise KernelTuiError("--proposer replay needs --candidates DIR")
+        return ReplayProposer(directory)
+    if kind in ("search", "llm"):
+        try:
+            from kernel_tui.core.proposers.factory import build  # arrives with the proposers
+        except ImportError:
+            raise KernelTuiError(f"the {kind} proposer is not available in this version; use --proposer replay") from None
+        return build(kind, ws)
+    raise KernelTuiError(f"unknown proposer {kind!r} (search, llm or replay)")
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last_progress = ""
+
+    def __call__(self, e: Event) -> None:
+        if e.kind == "progress" and e.progress is not None:
+            p = e.progress
+            text = f"  round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})"
+            if self.tty:
+                sys.stderr.write("\r" + text.ljust(70))
+                sys.stderr.flush()
+            return
+        if self.tty:
+            sys.stderr.write("\r" + " " * 70 + "\r")
+        if e.kind in ("log", "preflight", "proposal", "decision", "best_changed", "finished"):
+            print(e.text, flush=True)
+        elif e.kind == "verdict" and e.line is not None:
+            ln = e.line
+            lat = f", {duration(ln.latency)}" if ln.latency else ""
+            print(f"  -> {'ACCEPTED' if ln.accepted else ln.status}{lat}: {ln.reason}", flush=True)
+        elif e.kind == "budget":
+            print(f"  budget: {e.used}/{e.total} rounds used", flush=True)
+
+
+def run(args) -> int:
+    target = Path(args.target)
+    ws = open_or_create(target, Path(args.workspace) if args.workspace else None)
+    ws.lock()
+    cancel = threading.Event()
+
+    def stop(signum, frame):  # finish the phase in flight, leave everything on disk
+        cancel.set()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        proposer = make_proposer(args.proposer, Path(args.candidates) if args.candidates else None, ws)
+        try:
+            evaluator = Evaluator(ws.task, device=args.device, workdir=ws.root / ".work", cancel=cancel)
+        except ValueError as exc:
+            raise KernelTuiError(str(exc)) from None
+        print(f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {proposer.info.name}")
+        session = Session(ws, evaluator, proposer, max_steps=args.max_steps, cancel=cancel, on_event=_Printer())
+        summary = session.run()
+        if summary is None:
+            print(f"stopped; resume with: kernel-tui run {ws.root} --headless")
+            return 1
+        from kernel_tui.core.report import write_report
+
+        written = write_report(ws.root)
+        print(f"report: {', '.join(str(p.relative_to(ws.root)) for p in written)}")
+        s = summary
+        print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} (round {s.best_round}); "
+              f"final re-test S = {s.final_speedup:.3f}x, median paired improvement {s.final_median_paired_improvement:+.2%}"
+              if s.final_speedup is not None else f"summary: {s.accepted} accepted of {s.rounds} rounds")
+        return 0
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        ws.unlock()
