@@ -278,6 +278,18 @@ def test_unreadable_verdict_time_is_left_out_of_the_timeline_only(tmp_path):
     assert "max abs error 0.5 at shape ragged seed 17" in (ws / "report.md").read_text()
 
 
+def test_baseline_latency_falls_back_to_the_baseline_evaluation_timing_block(tmp_path):
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "run_summary.json").unlink()
+    (ws / "baseline-evaluation.json").write_text(json.dumps({
+        "status": "ok", "reason": "timed", "timing": {"candidate": [61e-6, 60e-6, 59e-6], "incumbent": [60e-6] * 3}}))
+    latency, source = load_records(ws).baseline_latency()
+    assert latency == pytest.approx(60e-6) and source == "baseline-evaluation.json"
+    write_report(ws)
+    md = (ws / "report.md").read_text()
+    assert "Baseline latency: 60.0 µs, 21.0% of roofline (from baseline-evaluation.json)" in md
+
+
 def test_missing_workspace_is_a_typed_error(tmp_path):
     with pytest.raises(ReportError, match="no such workspace"):
         write_report(tmp_path / "nope")

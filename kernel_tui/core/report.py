@@ -109,13 +109,23 @@ class RunRecords:
         """The baseline's latency and where it came from."""
         if self.summary is not None and self.summary.baseline_latency is not None:
             return self.summary.baseline_latency, "run_summary.json"
-        seconds = (self.baseline_eval or {}).get("candidate_seconds")
-        if isinstance(seconds, (int, float)) and seconds > 0:
-            return float(seconds), "baseline-evaluation.json"
+        seconds = _baseline_eval_seconds(self.baseline_eval or {})
+        if seconds is not None:
+            return seconds, "baseline-evaluation.json"
         first = next((ln for ln in self.lines if ln.incumbent_latency is not None), None)
         if first is not None and not any(ln.accepted for ln in self.lines if ln.round < first.round):
             return first.incumbent_latency, f"incumbent latency measured in round {first.round}"
         return None, ""
+
+
+def _baseline_eval_seconds(data: dict[str, Any]) -> float | None:
+    """The baseline's median from its evaluation: a worker result's timing block (baseline vs itself)."""
+    timing = data.get("timing") if isinstance(data.get("timing"), dict) else {}
+    samples = [v for v in timing.get("candidate") or [] if isinstance(v, (int, float)) and v > 0]
+    if samples:
+        return float(statistics.median(samples))
+    seconds = data.get("candidate_seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,8 +397,9 @@ def _section_environment(r: RunRecords) -> list[str]:
     bw = hw.get("copy_bandwidth_bytes_per_s")
     if isinstance(bw, (int, float)):
         out.append(f"- measured copy bandwidth: {bw / 1e9:.1f} GB/s")
-    if hw.get("statement"):
-        out.append(f"- hardware: {_cell(hw['statement'], 200)}")
+    for key in ("statement", "error"):
+        if hw.get(key):
+            out.append(f"- hardware: {_cell(hw[key], 200)}")
     for label in r.timing_labels:
         out.append(f"- timing: {_cell(label)}")
     if r.preflight is not None:
