@@ -28,9 +28,13 @@ def open_or_create(target: Path, workspace: Path | None) -> Workspace:
     return Workspace.create(target, path=workspace) if workspace else Workspace.create(target)
 
 
-def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace) -> Proposer:
+def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, evaluator: Evaluator) -> Proposer:
+    """The asked-for proposer; on resume the one the run started with; else llm if configured, else search."""
     saved = (ws.read_json("session.json") or {}).get("proposer") or {}
-    kind = kind or saved.get("kind") or ("replay" if candidates else "search")
+    if kind is None:
+        from kernel_tui.core.proposers.factory import default_kind
+
+        kind = saved.get("kind") or ("replay" if candidates else default_kind())
     if kind == "replay":
         from kernel_tui.core.proposers.replay import ReplayProposer
 
@@ -38,13 +42,9 @@ def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace) -> P
         if directory is None:
             raise KernelTuiError("--proposer replay needs --candidates DIR")
         return ReplayProposer(directory)
-    if kind in ("search", "llm"):
-        try:
-            from kernel_tui.core.proposers.factory import build  # arrives with the proposers
-        except ImportError:
-            raise KernelTuiError(f"the {kind} proposer is not available in this version; use --proposer replay") from None
-        return build(kind, ws)
-    raise KernelTuiError(f"unknown proposer {kind!r} (search, llm or replay)")
+    from kernel_tui.core.proposers.factory import build
+
+    return build(kind, ws, evaluator)
 
 
 class _Printer:
@@ -83,11 +83,11 @@ def run(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        proposer = make_proposer(args.proposer, Path(args.candidates) if args.candidates else None, ws)
         try:
             evaluator = Evaluator(ws.task, device=args.device, workdir=ws.root / ".work", cancel=cancel)
         except ValueError as exc:
             raise KernelTuiError(str(exc)) from None
+        proposer = make_proposer(args.proposer, Path(args.candidates) if args.candidates else None, ws, evaluator)
         print(f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {proposer.info.name}")
         session = Session(ws, evaluator, proposer, max_steps=args.max_steps, cancel=cancel, on_event=_Printer())
         summary = session.run()

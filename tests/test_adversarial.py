@@ -72,12 +72,14 @@ def test_bad_candidate_is_rejected_with_expected_status(path, workroot):
         assert result.reason.startswith(h["rule"]) or result.policy_rule == h["rule"], result.reason
 
 
-def test_evaluator_keeps_serving_after_crash_and_hang(workroot):
+@pytest.mark.parametrize("fork_server", [True, False], ids=["forked", "fresh-interpreter"])
+def test_evaluator_keeps_serving_after_crash_and_hang(workroot, fork_server):
     task = load_task(FIXTURES / "vector_add")
-    ev = Evaluator(task, device=DEVICE, enforce_policy=False, policy=SHORT_GATE, workdir=Path(workroot) / "serve", timeout=20)
+    ev = Evaluator(task, device=DEVICE, enforce_policy=False, policy=SHORT_GATE,
+                   workdir=Path(workroot) / f"serve-{fork_server}", timeout=180, fork_server=fork_server)
     crash = ev.evaluate((CASES / "vector_add__crash_segfault.py").read_text())
     assert crash.status is Status.crashed and "SIGSEGV" in crash.reason
-    hang = ev.evaluate((CASES / "vector_add__host_hang.py").read_text())
+    hang = ev.evaluate((CASES / "vector_add__host_hang.py").read_text(), timeout=15)
     assert hang.status is Status.timeout
     ok = ev.evaluate(task.baseline_source)
     assert ok.status is Status.ok, ok.reason

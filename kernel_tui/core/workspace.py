@@ -39,6 +39,8 @@ EXCLUDE = """# kernel-tui run artifacts: not part of the kernel's history
 best.py
 trajectory.jsonl
 trajectory.jsonl.torn-*
+model-messages.jsonl
+tool-calls.jsonl
 evaluations/
 *.json
 !task.json

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from tempfile import mkdtemp
@@ -30,7 +31,7 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.runner import run_worker
+from kernel_tui.core.evaluator.runner import ForkServer, run_worker
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.task import Task
 
@@ -111,6 +112,7 @@ class Evaluator:
         on_progress: Callable[[Progress], None] | None = None,
         policy: gate.GatePolicy | None = None,
         timeout: float | None = None,
+        fork_server: bool = True,
     ) -> None:
         self.task = task
         self.device = resolve_device(device)
@@ -122,6 +124,30 @@ class Evaluator:
         self.policy = policy or gate_policy_for(task, self.device)
         self.timeout = timeout or task.spec.benchmark.timeout_seconds
         self._runs = 0
+        self._use_fork_server = fork_server
+        self._server: ForkServer | None = None
+        self._server_lock = threading.Lock()
+
+    def _fork_server(self) -> ForkServer | None:
+        """Started on first use, restarted if it died; None (fresh interpreters) if it cannot start."""
+        if not self._use_fork_server:
+            return None
+        with self._server_lock:
+            if self._server is None or not self._server.alive:
+                if self._server is not None:
+                    self._server.close()
+                self._server = ForkServer(self.workdir / "fork-server", self.device, self.triton_cache)
+                weakref.finalize(self, self._server.close)
+                if not self._server.alive:
+                    self._use_fork_server = False
+                    return None
+            return self._server
+
+    def close(self) -> None:
+        with self._server_lock:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, phase: str, k: int, n: int, block: int = 0) -> None:
@@ -155,7 +181,7 @@ class Evaluator:
         remaining = max(1.0, deadline - time.monotonic())
         return run_worker(
             request, self.workdir / f"worker-{self._runs:04d}", timeout=remaining,
-            triton_cache=self.triton_cache, cancel=self.cancel,
+            triton_cache=self.triton_cache, cancel=self.cancel, server=self._fork_server(),
             on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
         )
 
@@ -189,20 +215,20 @@ class Evaluator:
             deadline=deadline, phase=phase,
         )
 
-    def check(self, candidate: str) -> EvalResult:
+    def check(self, candidate: str, *, timeout: float | None = None) -> EvalResult:
         """Policy and correctness only: no timing."""
         self._emit("policy", 0, 1)
         rejected = self.check_policy(candidate)
         if rejected is not None:
             return rejected
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + (timeout or self.timeout)
         res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline, phase="correctness")
         return EvalResult(
             status=res.status, reason=res.reason, device=self.device, cases=res.cases,
             environment=res.environment, seconds=res.seconds,
         )
 
-    def evaluate(self, candidate: str, incumbent: str | None = None, *, seed: int = 0) -> EvalResult:
+    def evaluate(self, candidate: str, incumbent: str | None = None, *, seed: int = 0, timeout: float | None = None) -> EvalResult:
         """Policy, correctness, then blocks of paired timing against the incumbent until the gate decides."""
         started = time.monotonic()
         incumbent = self.task.baseline_source if incumbent is None else incumbent
@@ -210,7 +236,7 @@ class Evaluator:
         rejected = self.check_policy(candidate)
         if rejected is not None:
             return rejected
-        deadline = started + self.timeout
+        deadline = started + (timeout or self.timeout)
         blocks: list[TimingBlock] = []
         confirmation: list[TimingBlock] = []
         first: WorkerResult | None = None

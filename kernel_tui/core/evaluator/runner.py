@@ -1,13 +1,18 @@
 """Starts one worker process and brings back its result, whatever the candidate does.
 
-The worker runs as `python -I` (no user site, no PYTHON* variables) with an allowlisted environment, its
+The worker runs under `python -I` (no user site, no PYTHON* variables) with an allowlisted environment, its
 own HOME, TMPDIR and Triton cache, in its own process group so that a hang is killed whole. A crash
 (segfault, abort, SIGKILL) or a missing result becomes a `crashed` result with the signal and the last
 line of stderr; a hang past the deadline becomes `timeout`; a set cancel event becomes `cancelled`.
+
+Importing torch and triton costs seconds per process, and a gate decision takes several processes, so
+workers are normally forked from a fork server that paid those imports once (it never touches the
+GPU, so each child initialises its own CUDA context); a fresh `python -I` per worker is the fallback.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -21,7 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult
-from kernel_tui.core.evaluator.worker import BOOTSTRAP
+from kernel_tui.core.evaluator.worker import BOOTSTRAP, FORK_SERVER_BOOTSTRAP
 
 ENV_ALLOWLIST = {
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
@@ -65,11 +70,107 @@ def _tail(path: Path, limit: int = 300) -> str:
     return lines[-1][-limit:] if lines else ""
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+class ForkServer:
+    """A long-lived process that forks workers on request (see worker.serve_forks)."""
+
+    def __init__(self, workdir: Path, device: str, triton_cache: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        triton_cache.mkdir(parents=True, exist_ok=True)
+        self._log = open(workdir / "fork-server.log", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", FORK_SERVER_BOOTSTRAP, json.dumps(package_paths())],
+            cwd=workdir, env=worker_env(workdir, device, triton_cache), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1, start_new_session=True,
+        )
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        self._pids: dict[int, int] = {}
+        self._exits: dict[int, int] = {}
+        self._ready = False
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        with self._cond:
+            self._cond.wait_for(lambda: self._ready or self.proc.poll() is not None, timeout=180)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            parts = line.split()
+            with self._cond:
+                if parts == ["ready"]:
+                    self._ready = True
+                elif len(parts) == 3 and parts[0] == "pid":
+                    self._pids[int(parts[1])] = int(parts[2])
+                elif len(parts) == 3 and parts[0] == "exit":
+                    self._exits[int(parts[1])] = int(parts[2])
+                self._cond.notify_all()
+        with self._cond:
+            self._ready = False
+            self._cond.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return self._ready and self.proc.poll() is None
+
+    def spawn(self, req_path: Path, res_path: Path, workdir: Path) -> int | None:
+        ident = next(self._ids)
+        line = json.dumps({"id": ident, "request": str(req_path), "result": str(res_path), "workdir": str(workdir)})
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            return None
+        with self._cond:
+            self._cond.wait_for(lambda: ident in self._pids or not self.alive, timeout=30)
+            return self._pids.pop(ident, None)
+
+    def exit_code(self, pid: int, wait: float = 0.0) -> int | None:
+        with self._cond:
+            if wait:
+                self._cond.wait_for(lambda: pid in self._exits or not self.alive, timeout=wait)
+            return self._exits.pop(pid, None) if pid in self._exits else None
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            _kill_group(self.proc.pid)
+        self._log.close()
+
+
+def _kill_group(pid: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _Progress:
+    """Tails the worker's progress.jsonl."""
+
+    def __init__(self, path: Path, on_progress: ProgressFn | None) -> None:
+        self.path, self.on_progress, self.offset = path, on_progress, 0
+
+    def poll(self) -> None:
+        if self.on_progress is None:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n") + 1
+        self.offset += end
+        for line in chunk[:end].splitlines():
+            try:
+                msg = json.loads(line)
+                self.on_progress(str(msg["phase"]), int(msg["k"]), int(msg["n"]))
+            except (ValueError, KeyError, TypeError):
+                continue
 
 
 def run_worker(
@@ -80,6 +181,7 @@ def run_worker(
     triton_cache: Path,
     cancel: threading.Event | None = None,
     on_progress: ProgressFn | None = None,
+    server: ForkServer | None = None,
 ) -> WorkerResult:
     workdir.mkdir(parents=True, exist_ok=True)
     triton_cache.mkdir(parents=True, exist_ok=True)
@@ -87,34 +189,45 @@ def run_worker(
     request = request.model_copy(update={"sys_path": package_paths()})
     req_path.write_text(request.model_dump_json(), encoding="utf-8")
     res_path.unlink(missing_ok=True)
-    read_fd, write_fd = os.pipe()
-    with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOTSTRAP, str(req_path), str(res_path), str(write_fd)],
-            cwd=workdir, env=worker_env(workdir, request.device, triton_cache), stdin=subprocess.DEVNULL,
-            stdout=out, stderr=err, pass_fds=(write_fd,), start_new_session=True,
-        )
-    os.close(write_fd)
-    reader = threading.Thread(target=_read_progress, args=(read_fd, on_progress), daemon=True)
-    reader.start()
+    (workdir / "progress.jsonl").unlink(missing_ok=True)
+    progress = _Progress(workdir / "progress.jsonl", on_progress)
+
+    pid = server.spawn(req_path, res_path, workdir) if server is not None and server.alive else None
+    proc = None
+    if pid is None:  # no fork server: a fresh interpreter
+        with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-c", BOOTSTRAP, str(req_path), str(res_path)],
+                cwd=workdir, env=worker_env(workdir, request.device, triton_cache), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=err, start_new_session=True,
+            )
+        pid = proc.pid
+
+    def exit_code(wait: float) -> int | None:
+        if proc is not None:
+            try:
+                return proc.wait(timeout=wait or 1e-6)
+            except subprocess.TimeoutExpired:
+                return None
+        code = server.exit_code(pid, wait)
+        if code is None and not server.alive:
+            return -signal.SIGKILL  # the server died; its children were in their own sessions
+        return code
+
     deadline = time.monotonic() + timeout
     ended: Status | None = None
-    while True:
-        try:
-            proc.wait(timeout=0.05)
-            break
-        except subprocess.TimeoutExpired:
-            pass
+    while (code := exit_code(0.05)) is None:
+        progress.poll()
         if cancel is not None and cancel.is_set():
             ended = Status.cancelled
         elif time.monotonic() > deadline:
             ended = Status.timeout
         if ended is not None:
-            _kill_group(proc)
-            proc.wait()
+            _kill_group(pid)
+            code = exit_code(10.0)
             break
-    _kill_group(proc)  # stray children of a misbehaving candidate
-    reader.join(timeout=1.0)
+    _kill_group(pid)  # stray children of a misbehaving candidate
+    progress.poll()
     if ended is Status.timeout:
         return WorkerResult(status=Status.timeout, reason=f"no answer within {timeout:.0f} s: killed (a hang, or far too slow)")
     if ended is Status.cancelled:
@@ -124,21 +237,9 @@ def run_worker(
             return WorkerResult.model_validate_json(res_path.read_text(encoding="utf-8"))
         except (ValidationError, OSError, ValueError):
             return WorkerResult(status=Status.crashed, reason="the worker left an unreadable result")
-    code = proc.returncode
+    code = code if code is not None else 0
     how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
     detail = _tail(workdir / "stderr.log")
     return WorkerResult(
         status=Status.crashed, reason=f"the worker process died ({how})" + (f": {detail}" if detail else "")
     )
-
-
-def _read_progress(fd: int, on_progress: ProgressFn | None) -> None:
-    with os.fdopen(fd, "r", errors="replace") as stream:
-        for line in stream:
-            if on_progress is None:
-                continue
-            try:
-                msg = json.loads(line)
-                on_progress(str(msg["phase"]), int(msg["k"]), int(msg["n"]))
-            except (ValueError, KeyError, TypeError):
-                continue

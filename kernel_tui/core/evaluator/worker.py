@@ -1,6 +1,7 @@
 """The evaluation worker: runs in its own process (`python -I`), never in the caller's.
 
-Usage (the runner does this): worker REQUEST.json RESULT.json [PROGRESS_FD]. It loads the reference,
+Usage (the runner does this): worker REQUEST.json RESULT.json. Progress goes to progress.jsonl beside the
+request. It loads the reference,
 the candidate and the incumbent from source files in its private directory, checks the candidate's
 correctness, times one block of interleaved pairs, and writes a WorkerResult. Anything the candidate
 does wrong becomes a status with a reason; only a hard crash or a hang leaves no result, and the
@@ -27,15 +28,16 @@ from kernel_tui.core.evaluator.models import (
 
 
 class _Progress:
-    def __init__(self, fd: int | None) -> None:
-        self.stream = os.fdopen(fd, "w", buffering=1) if fd is not None else None
+    """Progress lines appended to a file the runner tails (works for spawned and forked workers)."""
+
+    def __init__(self, path: Path) -> None:
+        self.stream = open(path, "a", buffering=1, encoding="utf-8")
 
     def __call__(self, phase: str, k: int, n: int) -> None:
-        if self.stream is not None:
-            try:
-                self.stream.write(json.dumps({"phase": phase, "k": k, "n": n}) + "\n")
-            except OSError:
-                self.stream = None
+        try:
+            self.stream.write(json.dumps({"phase": phase, "k": k, "n": n}) + "\n")
+        except OSError:
+            pass
 
 
 def _environment(device: str):
@@ -208,7 +210,7 @@ def _write(path: Path, result: WorkerResult) -> None:
 
 def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
-    progress = _Progress(int(argv[2]) if len(argv) > 2 else None)
+    progress = _Progress(request_path.parent / "progress.jsonl")
     req = WorkerRequest.model_validate_json(request_path.read_text(encoding="utf-8"))
     try:
         result = run(req, request_path.parent, progress)
@@ -226,4 +228,65 @@ BOOTSTRAP = (
     "sys.path[:0]=json.load(open(sys.argv[1]))['sys_path'];"
     "from kernel_tui.core.evaluator.worker import main;"
     "main(sys.argv[1:])"
+)
+
+
+def serve_forks() -> None:
+    """The fork server's loop: torch and triton are imported once here, never CUDA-initialised, and
+    each request is run by a fresh forked child in its own session. The child is a new process that no
+    other candidate ever ran in; only the import cost is shared. Protocol on stdin/stdout, one JSON or
+    text line each: request {"id", "request", "result", "workdir"} -> "pid ID PID"; "exit PID STATUS"
+    when a child ends. EOF on stdin ends the server."""
+    import select
+
+    import torch  # noqa: F401 - the point of the server: pay these imports once
+    import triton  # noqa: F401
+
+    from kernel_tui.core.evaluator import harness, recorder, timing  # noqa: F401
+
+    print("ready", flush=True)
+    children: set[int] = set()
+    while True:
+        readable, _, _ = select.select([sys.stdin], [], [], 0.05)
+        if readable:
+            line = sys.stdin.readline()
+            if not line:
+                return
+            req = json.loads(line)
+            pid = os.fork()
+            if pid == 0:  # the worker
+                try:
+                    os.setsid()
+                    os.chdir(req["workdir"])
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    for fd, name in ((1, "stdout.log"), (2, "stderr.log")):
+                        out = os.open(os.path.join(req["workdir"], name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                        os.dup2(out, fd)
+                    sys.stdin = open(os.devnull)
+                    sys.stdout = os.fdopen(1, "w", buffering=1)
+                    sys.stderr = os.fdopen(2, "w", buffering=1)
+                    os.environ["HOME"] = os.environ["TMPDIR"] = req["workdir"]
+                    main([req["request"], req["result"]])
+                finally:
+                    os._exit(70)
+            children.add(pid)
+            print(f"pid {req['id']} {pid}", flush=True)
+        while children:
+            try:
+                done, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                children.clear()
+                break
+            if done == 0:
+                break
+            children.discard(done)
+            print(f"exit {done} {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
+FORK_SERVER_BOOTSTRAP = (
+    "import json,sys;"
+    "sys.path[:0]=json.loads(sys.argv[1]);"
+    "from kernel_tui.core.evaluator.worker import serve_forks;"
+    "serve_forks()"
 )
