@@ -1,0 +1,34 @@
+"""Builds the proposer a run asks for. The built-in search is the default whenever no model is configured."""
+
+from __future__ import annotations
+
+from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.proposers.base import Proposer
+from kernel_tui.core.workspace import Workspace
+
+
+def default_kind(settings=None) -> str:
+    from kernel_tui.config import AgentSettings
+
+    settings = settings or AgentSettings.load()
+    return "llm" if settings.is_configured else "search"
+
+
+def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Proposer:
+    if kind == "search":
+        from kernel_tui.core.proposers.search import SearchProposer
+
+        return SearchProposer(budget_hint=ws.task.spec.optimization.max_rounds)
+    if kind == "llm":
+        from kernel_tui.config import AgentSettings
+        from kernel_tui.core.proposers.llm import LLMProposer
+
+        settings = settings or AgentSettings.load()
+        if not settings.is_configured:
+            raise KernelTuiError(
+                "no model configured: set KERNEL_AGENT_MODEL (and KERNEL_AGENT_API_KEY) in the environment or in "
+                "~/.config/kernel-tui/agent.env, or use --proposer search"
+            )
+        return LLMProposer(ws, evaluator, settings)
+    raise KernelTuiError(f"unknown proposer {kind!r} (search, llm or replay)")
