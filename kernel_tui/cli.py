@@ -39,7 +39,8 @@ def _evaluator(args, task):
     from kernel_tui.core.evaluator import Evaluator
 
     try:
-        return Evaluator(task, device=args.device, on_progress=_progress if not args.json else None)
+        return Evaluator(task, device=args.device, on_progress=_progress if not args.json else None,
+                         enforce_policy=not getattr(args, "no_policy", False))
     except ValueError as exc:
         raise KernelTuiError(str(exc)) from None
 
@@ -216,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--incumbent", required=True)
     p.add_argument("--candidate", required=True)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--no-policy", action="store_true",
+                   help="time a reference implementation (e.g. torch.add) the same way: no static or host-op policy")
     device(p)
     p.set_defaults(func=cmd_compare)
 

@@ -9,6 +9,7 @@ the gate tests across.
 from __future__ import annotations
 
 import functools
+import os
 import statistics
 import subprocess
 import sys
@@ -124,7 +125,8 @@ class Evaluator:
         self.policy = policy or gate_policy_for(task, self.device)
         self.timeout = timeout or task.spec.benchmark.timeout_seconds
         self._runs = 0
-        self._use_fork_server = fork_server
+        # KERNEL_TUI_FORK_SERVER=0 forces a fresh interpreter per worker (an escape hatch)
+        self._use_fork_server = fork_server and os.environ.get("KERNEL_TUI_FORK_SERVER", "1") != "0"
         self._server: ForkServer | None = None
         self._server_lock = threading.Lock()
 
@@ -177,6 +179,7 @@ class Evaluator:
             check_correctness=correctness,
             timing=timing,
             block=block,
+            enforce_policy=self.enforce_policy,
         )
         remaining = max(1.0, deadline - time.monotonic())
         return run_worker(

@@ -48,6 +48,7 @@ class WorkerRequest(_Frozen):
     check_correctness: bool = True
     timing: TimingPlan | None = None
     block: int = 0
+    enforce_policy: bool = True  # False: host-side torch calls are allowed (timing a torch reference)
     sys_path: list[str] = Field(default_factory=list)
 
 
