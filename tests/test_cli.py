@@ -101,3 +101,15 @@ def test_core_imports_neither_textual_nor_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_compare_no_policy_times_a_torch_reference_the_same_way():
+    d = FIXTURES / "vector_add"
+    torch_add = ROOT / "bench" / "candidates" / "vector_add_torch_add.py"
+    refused = kt("compare", "--task", str(d), "--incumbent", str(d / "baseline.py"), "--candidate", str(torch_add),
+                 "--runs", "1", "--device", "cpu", "--json")
+    assert refused.returncode == 1 and json.loads(refused.stdout)["status"] == "policy_violation"
+    timed = kt("compare", "--task", str(d), "--incumbent", str(d / "baseline.py"), "--candidate", str(torch_add),
+               "--runs", "1", "--device", "cpu", "--json", "--no-policy")
+    result = json.loads(timed.stdout)
+    assert timed.returncode == 0 and result["status"] == "ok" and result["speedup"] > 0
