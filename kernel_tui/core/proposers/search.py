@@ -1,0 +1,434 @@
+"""The built-in search: Max-Q learning over atomic source transformations (after PerfDojo).
+
+A state is the knob assignment of the current best source (see `transforms`); an action changes one
+knob. Proposals are made on top of the best, so after a rejection the state stays.
+
+Values. PerfDojo's Max-Q learning values an action by the best reward reachable through it,
+
+    Q_max(s, a) = E[ max( r(s, a), γ · max_a' Q_max(s', a') ) ],
+
+the best program found along a trajectory rather than a sum of rewards. Each step's measurement is
+r_step = log(T_old / T_new) against the incumbent (from the gate's paired estimate, −log(1 − improvement),
+or else from the medians, incumbent_latency / latency); a candidate that fails (incorrect, compile
+error, policy violation, crash, timeout) gets r_step = −1, a person's rejection −0.5. For the max to
+compare rewards of one trajectory on one scale, a reward is r(s, a) = L(s) + r_step, where
+L(s) = log(T_baseline / T(s)) is the state's own log speedup over the run's baseline (0 for the
+baseline, and summed along accepted steps): r(s, a) is then exactly log(T_baseline / T(s')).
+
+Learning. Every tried (s, a, s', r) stays in a replay memory and the Q table is the fixed point of
+the Max-Q backup over it. A pair is never proposed twice, so choosing needs estimates of *untried*
+pairs: Q̂(s, a) = max(m, γ · V̂(s')), with m = L(s) + Δ̂ the predicted reward of s' and V̂(s') the learned
+value of s' when it was visited, else m plus the best predicted next step from s'. Δ̂ comes from a
+small Bayesian linear model of log speedup over the knob values (one weight per knob value, adjacent
+values of a numeric knob smoothed together, so that a good BLOCK_SIZE makes its neighbours look
+promising), fitted to every evaluated candidate; knob values that failed before are penalised.
+Untried pairs start optimistic (plus κ × the model's standard deviation, κ shrinking over the run),
+and exploration moves over the run (step / budget_hint) from ε-greedy to Boltzmann to greedy.
+
+When every single step from the best has been tried, the search goes on through the tried candidates
+that passed and were not clearly slower: one proposal of two steps, the second taken from the first's
+state (the γ · max_a' Q(s', a') part of the value, made real), so that two knobs that only pay together
+(a larger block that needs more warps) are no dead end. Only when those are spent too does `propose`
+return None.
+
+Never the same (state, action) twice, never a source already tried (hashes of every proposed,
+edited, baseline and best source); `state()` / `restore()` carry all of it, the replay memory, the
+step counter and the random generator, so a resumed run continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
+from kernel_tui.core.proposers.transforms import Action, Analysis, analyze, source_hash
+from kernel_tui.core.records import ProposerInfo
+
+FAILED_REWARD = -1.0  # log(T_old / T_new) of a candidate that did not pass: as if e times slower
+REJECTED_BY_PERSON_REWARD = -0.5
+TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
+STATE_VERSION = 1
+
+# The value model (log-speedup units): observation noise, prior spread of a knob value's effect,
+# prior spread of the difference between adjacent values of a numeric knob.
+NOISE_SD = 0.05
+EFFECT_SD = 0.3
+SMOOTH_SD = 0.3
+ANCHOR_SD = 1e-3  # a knob's first-seen value is the reference (effect 0)
+
+# Exploration over the run: ε-greedy, then Boltzmann, then greedy.
+EPSILON = (0.3, 0.1)
+TEMPERATURE = (0.05, 0.01)
+OPTIMISM = (1.0, 0.5)  # × the model's standard deviation: untried pairs start optimistic, less so later
+PHASES = (1 / 3, 2 / 3)
+
+
+def state_key(assignment: dict) -> str:
+    return json.dumps(assignment, sort_keys=True, separators=(",", ":"))
+
+
+def _step_reward(fb: Feedback) -> float | None:
+    """log(T_old / T_new) of a verdict; None when nothing was measured (neither failed nor timed)."""
+    if fb.rejected_by_person:
+        return REJECTED_BY_PERSON_REWARD
+    if fb.status != "ok":
+        return None if fb.status == "cancelled" else FAILED_REWARD
+    if fb.improvement is not None and fb.improvement < 1.0:
+        return -math.log1p(-fb.improvement)
+    if fb.latency and fb.incumbent_latency and fb.latency > 0 and fb.incumbent_latency > 0:
+        return math.log(fb.incumbent_latency / fb.latency)
+    return 0.0
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    key: str  # the action key ("knob=value", or "first+second" for two steps)
+    parts: tuple[str, ...]  # the atomic action keys
+    change: str
+    source: str
+    after: dict  # the knob assignment of the source
+
+
+class SearchProposer(Proposer):
+    def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25) -> None:
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError("gamma must be within [0, 1]")
+        self.info = ProposerInfo(kind="search", name="built-in search")
+        self.seed, self.gamma, self.budget_hint = int(seed), float(gamma), max(1, int(budget_hint))
+        self.rng = random.Random(self.seed)
+        self.step = 0
+        self.q: dict[str, dict[str, float]] = {}
+        self.transitions: list[dict] = []  # {"s", "a", "s2", "r"}: r = L(s) + r_step
+        self.tried_pairs: set[str] = set()
+        self.tried_sources: set[str] = set()
+        self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
+        self.samples: list[list] = []  # [assignment, L] of every measured program
+        self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
+        self.numeric: dict[str, bool] = {}
+        self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
+        self.pending: dict | None = None
+        self._model: tuple | None = None
+        self._analyses: dict[str, Analysis] = {}
+
+    # --- the Proposer interface -----------------------------------------------------------------------
+    def propose(self, context: ProposerContext) -> Proposal | None:
+        if not self.levels:  # the baseline: L = 0, the model's first sample
+            base = self._analyze(context.baseline_source)
+            self._register(base)
+            key = state_key(base.assignment)
+            self.levels[key] = 0.0
+            self.samples.append([base.assignment, 0.0])
+            self._model = None
+        self.tried_sources.add(source_hash(context.baseline_source))
+        self.tried_sources.add(source_hash(context.best_source))
+        analysis = self._analyze(context.best_source)
+        self._register(analysis)
+        s = analysis.assignment
+        skey = state_key(s)
+        level = self.levels.get(skey)
+        if level is None:  # a best the search did not make (a person's edit, a restore)
+            level = self._predict(s)[0]
+
+        candidates = self._candidates(analysis, skey)
+        if not candidates:
+            self.pending = None
+            return None
+        scores = [self._score(analysis, s, level, c) for c in candidates]
+        chosen = candidates[self._choose(scores)]
+        self.tried_pairs.add(f"{skey}|{chosen.key}")
+        self.tried_sources.add(source_hash(chosen.source))
+        self.pending = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
+                        "level": level, "round": context.round}
+        self.step += 1
+        return Proposal(source=chosen.source, change=chosen.change, proposer=self.info)
+
+    def feedback(self, feedback: Feedback) -> None:
+        pending, self.pending = self.pending, None
+        if feedback.edited_source is not None:
+            self.tried_sources.add(source_hash(feedback.edited_source))
+        if pending is None:
+            return
+        r = _step_reward(feedback)
+        if r is None:
+            return
+        level = float(pending["level"])
+        passed = feedback.status == "ok"
+        if not feedback.rejected_by_person:
+            for part in pending.get("parts") or [pending["a"]]:
+                counts = self.outcomes.setdefault(part, [0, 0])
+                counts[0 if passed else 1] += 1
+        if feedback.edited_source is not None:  # the measurement is of the person's program, not ours
+            if passed:
+                edited = analyze(feedback.edited_source)
+                self._register(edited)
+                self.samples.append([edited.assignment, level + r])
+                self.levels.setdefault(state_key(edited.assignment), level + r)
+                self._model = None
+            return
+        s2key = state_key(pending["s2"])
+        if passed:
+            self.samples.append([pending["s2"], level + r])
+            if feedback.accepted or s2key not in self.levels:
+                self.levels[s2key] = level + r
+            self._model = None
+        self.transitions.append({"s": pending["s"], "a": pending["a"], "s2": s2key, "r": level + r, "step": r})
+        self._backup()
+
+    def state(self) -> dict:
+        version, internal, gauss = self.rng.getstate()
+        state = {
+            "kind": "search",
+            "version": STATE_VERSION,
+            "seed": self.seed,
+            "gamma": self.gamma,
+            "budget_hint": self.budget_hint,
+            "step": self.step,
+            "rng": [version, list(internal), gauss],
+            "q": self.q,
+            "transitions": self.transitions,
+            "tried_pairs": sorted(self.tried_pairs),
+            "tried_sources": sorted(self.tried_sources),
+            "levels": self.levels,
+            "samples": self.samples,
+            "domains": self.domains,
+            "numeric": self.numeric,
+            "outcomes": self.outcomes,
+            "pending": self.pending,
+        }
+        return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
+
+    def restore(self, state: dict) -> None:
+        if not state or state.get("kind") != "search":
+            return
+        self.seed = int(state.get("seed", self.seed))
+        self.gamma = float(state.get("gamma", self.gamma))
+        self.budget_hint = max(1, int(state.get("budget_hint", self.budget_hint)))
+        self.step = int(state.get("step", 0))
+        rng = state.get("rng")
+        if rng:
+            self.rng.setstate((rng[0], tuple(rng[1]), rng[2]))
+        else:
+            self.rng = random.Random(self.seed)
+        self.q = {s: dict(a) for s, a in (state.get("q") or {}).items()}
+        self.transitions = list(state.get("transitions") or [])
+        self.tried_pairs = set(state.get("tried_pairs") or [])
+        self.tried_sources = set(state.get("tried_sources") or [])
+        self.levels = dict(state.get("levels") or {})
+        self.samples = [list(x) for x in state.get("samples") or []]
+        self.domains = {k: list(v) for k, v in (state.get("domains") or {}).items()}
+        self.numeric = dict(state.get("numeric") or {})
+        self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
+        self.pending = state.get("pending")
+        self._model = None
+
+    # --- candidates ---------------------------------------------------------------------------------------
+    def _analyze(self, source: str) -> Analysis:
+        h = source_hash(source)
+        got = self._analyses.get(h)
+        if got is None:
+            if len(self._analyses) > 512:
+                self._analyses.clear()
+            got = self._analyses[h] = analyze(source)
+        return got
+
+    def _candidates(self, analysis: Analysis, skey: str) -> list[_Candidate]:
+        """Untried single steps from the best; when none is left, two steps through a tried candidate."""
+        out = self._steps(analysis, skey, None, seen=set())
+        if out:
+            return out
+        seen: set[str] = set()
+        outcomes = {(t["s"], t["a"]): t.get("step", t["r"]) for t in self.transitions}
+        for first in analysis.actions():
+            r = outcomes.get((skey, first.key))
+            if r is None or r < TWO_STEP_FLOOR:  # untried here, failed, or clearly slower
+                continue
+            try:
+                middle = self._analyze(analysis.apply(first))
+            except ValueError:
+                continue
+            self._register(middle)
+            out += self._steps(middle, skey, first, seen=seen)
+        return out
+
+    def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str]) -> list[_Candidate]:
+        out = []
+        for action in analysis.actions():
+            if first is not None and action.knob == first.knob:
+                continue
+            key = action.key if first is None else f"{first.key}+{action.key}"
+            if f"{skey}|{key}" in self.tried_pairs:
+                continue
+            try:
+                source = analysis.apply(action)
+            except ValueError:
+                continue
+            h = source_hash(source)
+            if h in self.tried_sources or h in seen:
+                continue
+            seen.add(h)
+            after = analysis.assignment_after(action)
+            if action.kind == "launch_order":
+                self._register(self._analyze(source))
+            change = action.change if first is None else f"{first.change}, then {action.change}"
+            parts = (action.key,) if first is None else (first.key, action.key)
+            out.append(_Candidate(key=key, parts=parts, change=change, source=source, after=after))
+        return out
+
+    def _register(self, analysis: Analysis) -> None:
+        for kid, knob in analysis.knobs.items():
+            values = self.domains.get(kid)
+            if values is None:  # the first value seen is the reference
+                values = self.domains[kid] = [knob.value]
+                self.numeric[kid] = knob.numeric
+                self._model = None
+            for v in (knob.value, *knob.domain):
+                if v not in values:
+                    values.append(v)
+                    self._model = None
+            if knob.numeric:
+                ref = values[0]
+                values.sort()
+                values.remove(ref)
+                values.insert(0, ref)
+
+    # --- values -----------------------------------------------------------------------------------------
+    def _backup(self) -> None:
+        """The Max-Q backup over the replay memory, to its fixed point."""
+        q: dict[str, dict[str, float]] = {}
+        for t in self.transitions:
+            q.setdefault(t["s"], {})[t["a"]] = float(t["r"])
+        for _ in range(100):
+            delta = 0.0
+            for t in self.transitions:
+                nxt = q.get(t["s2"])
+                target = float(t["r"])
+                if nxt:
+                    target = max(target, self.gamma * max(nxt.values()))
+                old = q[t["s"]][t["a"]]
+                if target > old:  # the max over what was seen: values only rise to it
+                    q[t["s"]][t["a"]] = target
+                    delta = max(delta, target - old)
+            if delta < 1e-12:
+                break
+        self.q = q
+
+    def _features(self) -> dict[tuple[str, object], int]:
+        index: dict[tuple[str, object], int] = {}
+        for kid, values in self.domains.items():
+            for v in values:
+                index[(kid, json.dumps(v))] = len(index)
+        return index
+
+    def _fit(self) -> tuple:
+        if self._model is not None:
+            return self._model
+        index = self._features()
+        n = len(index)
+        precision = np.eye(n) / EFFECT_SD**2
+        for kid, values in self.domains.items():
+            ref = index[(kid, json.dumps(values[0]))]
+            precision[ref, ref] += 1 / ANCHOR_SD**2
+            if self.numeric.get(kid):
+                ordered = sorted(values)
+                for a, b in zip(ordered, ordered[1:]):
+                    i, j = index[(kid, json.dumps(a))], index[(kid, json.dumps(b))]
+                    precision[i, i] += 1 / SMOOTH_SD**2
+                    precision[j, j] += 1 / SMOOTH_SD**2
+                    precision[i, j] -= 1 / SMOOTH_SD**2
+                    precision[j, i] -= 1 / SMOOTH_SD**2
+        rhs = np.zeros(n)
+        for assignment, level in self.samples:
+            x = self._x(assignment, index)
+            precision += np.outer(x, x) / NOISE_SD**2
+            rhs += x * float(level) / NOISE_SD**2
+        cov = np.linalg.inv(precision)
+        self._model = (index, cov @ rhs, cov)
+        return self._model
+
+    @staticmethod
+    def _x(assignment: dict, index: dict) -> np.ndarray:
+        x = np.zeros(len(index))
+        for kid, v in assignment.items():
+            i = index.get((kid, json.dumps(v)))
+            if i is not None:
+                x[i] = 1.0
+        return x
+
+    def _predict(self, assignment: dict, base: dict | None = None) -> tuple[float, float]:
+        """Mean and standard deviation of L(assignment) (or of its difference to L(base))."""
+        index, w, cov = self._fit()
+        x = self._x(assignment, index)
+        if base is not None:
+            x = x - self._x(base, index)
+        return float(x @ w), float(math.sqrt(max(0.0, x @ cov @ x)))
+
+    def _penalty(self, akey: str) -> float:
+        passed, failed = self.outcomes.get(akey, (0, 0))
+        return FAILED_REWARD * failed / (passed + failed) if failed else 0.0
+
+    def _score(self, analysis: Analysis, s: dict, level: float, c: _Candidate) -> tuple[float, float]:
+        """(Q̂(s, a), the model's standard deviation for the optimism bonus)."""
+        delta, sd = self._predict(c.after, s)
+        m = level + delta + sum(self._penalty(p) for p in c.parts)
+        known = self.q.get(state_key(c.after))
+        if known:
+            v2 = max(known.values())
+        else:
+            changed = {p.split("=", 1)[0] for p in c.parts}
+            v2 = m + max(0.0, self._best_next(analysis, c.after, changed))
+        return max(m, self.gamma * v2), sd
+
+    def _best_next(self, analysis: Analysis, s2: dict, changed: set[str]) -> float:
+        """The best predicted one-knob step from s2 (the lookahead of the Max-Q target), among the knobs
+        the step did not change: changing those again is another action from s, valued on its own."""
+        index, w, _ = self._fit()
+        before = analysis.violations(s2)
+        best = -math.inf
+        for kid, cur in s2.items():
+            i_cur = index.get((kid, json.dumps(cur)))
+            if i_cur is None or kid in changed:
+                continue
+            for v in self.domains.get(kid, ()):
+                if v == cur:
+                    continue
+                i = index[(kid, json.dumps(v))]
+                gain = float(w[i] - w[i_cur]) + self._penalty(f"{kid}={v}")
+                if gain > best and analysis.allowed({**s2, kid: v}, before):
+                    best = gain
+        return best
+
+    # --- exploration ------------------------------------------------------------------------------------------
+    def _choose(self, scores: list[tuple[float, float]]) -> int:
+        """ε-greedy, then Boltzmann, then greedy, on Q̂ with an optimistic start for untried pairs."""
+        progress = min(1.0, self.step / self.budget_hint)
+        kappa = OPTIMISM[0] + (OPTIMISM[1] - OPTIMISM[0]) * progress
+        values = [q + kappa * sd for q, sd in scores]
+        n = len(values)
+        if progress < PHASES[0]:  # ε-greedy
+            frac = progress / PHASES[0]
+            eps = EPSILON[0] + (EPSILON[1] - EPSILON[0]) * frac
+            if self.rng.random() < eps:
+                return self.rng.randrange(n)
+            return self._argmax(values)
+        if progress < PHASES[1]:  # Boltzmann
+            frac = (progress - PHASES[0]) / (PHASES[1] - PHASES[0])
+            tau = TEMPERATURE[0] * (TEMPERATURE[1] / TEMPERATURE[0]) ** frac
+            top = max(values)
+            weights = [math.exp((v - top) / tau) for v in values]
+            pick = self.rng.random() * sum(weights)
+            for i, wgt in enumerate(weights):
+                pick -= wgt
+                if pick <= 0:
+                    return i
+            return n - 1
+        return self._argmax(values)  # greedy
+
+    def _argmax(self, values: list[float]) -> int:
+        top = max(values)
+        best = [i for i, v in enumerate(values) if v >= top - 1e-9]
+        return best[0] if len(best) == 1 else self.rng.choice(best)
