@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from kernel_tui.core.astutil import dotted_name
+
 ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"}
 FORBIDDEN_BUILTINS = {
     "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals",
@@ -72,20 +74,9 @@ class PolicyReport(BaseModel):
         )
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
     target = dec.func if isinstance(dec, ast.Call) else dec
-    name = _dotted(target)
+    name = dotted_name(target)
     if not name:
         return False
     head, _, rest = name.partition(".")
@@ -144,7 +135,7 @@ class _Checker(ast.NodeVisitor):
 
     # --- names and attributes ----------------------------------------------------------------
     def _resolve(self, node: ast.AST) -> str | None:
-        name = _dotted(node)
+        name = dotted_name(node)
         if not name:
             return None
         head, _, rest = name.partition(".")
@@ -201,7 +192,7 @@ class _Checker(ast.NodeVisitor):
                 root = root.value
             # Modules, and the tensors the evaluator hands in, are not the candidate's to patch.
             if isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.tensor_params):
-                self.add("monkeypatch", node, f"assigning to {_dotted(target) or 'an attribute'}")
+                self.add("monkeypatch", node, f"assigning to {dotted_name(target) or 'an attribute'}")
         if isinstance(target, ast.Subscript) and self.kernel_depth == 0:
             base = target.value
             while isinstance(base, ast.Subscript):

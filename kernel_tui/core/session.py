@@ -71,8 +71,14 @@ class Session:
         if self.state.proposer:
             self.proposer.restore(self.state.proposer)
         self._current_round = 0
-        if hasattr(self.proposer, "on_activity"):  # an agent says what it is doing
-            self.proposer.on_activity = lambda text: self._emit("log", round=self._current_round, text=text)
+        if hasattr(self.proposer, "on_activity"):  # an agent says what it is doing: relay it as log events
+            previous = self.proposer.on_activity
+
+            def relay(text: str) -> None:
+                previous(text)
+                self._emit("log", round=self._current_round, text=text)
+
+            self.proposer.on_activity = relay
         self.evaluator.on_progress = lambda p: self._emit("progress", round=self._current_round, progress=p)
 
     # --- plumbing -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import ProposerContext
 from kernel_tui.core.task import Task, TensorSpec
 from kernel_tui.core.workspace import Workspace
+from kernel_tui.format import duration
 
 NUDGE = (
     "Your reply had no tool call, so nothing happened. Continue by calling exactly one tool: read_best, "
@@ -20,13 +21,7 @@ NUDGE = (
 
 
 def _seconds(s: float | None) -> str:
-    if s is None:
-        return "unknown"
-    if s >= 1.0:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s * 1e6:.3g} µs"
+    return "unknown" if s is None else duration(s)
 
 
 def _bytes(n: float | None) -> str:

@@ -33,6 +33,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kernel_tui.core.astutil import dotted_name
+
 NUM_WARPS = (1, 2, 4, 8, 16)
 NUM_STAGES = (1, 2, 3, 4, 5)
 DEFAULT_NUM_WARPS = 4
@@ -196,17 +198,6 @@ def _literal(value: object, quote: str = '"') -> str:
 
 
 # --- names --------------------------------------------------------------------------------------------
-def _dotted(node: ast.AST) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def _aliases(tree: ast.Module) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in tree.body:
@@ -429,7 +420,7 @@ class Analysis:
         return self._resolved[id(node)]
 
     def _resolve_uncached(self, node: ast.AST) -> str | None:
-        name = _dotted(node)
+        name = dotted_name(node)
         if not name:
             return None
         head, _, rest = name.partition(".")
@@ -926,7 +917,7 @@ class Analysis:
         """(N, BLOCK, style) for `tl.cdiv(N, BLOCK)` or `(N + BLOCK - 1) // BLOCK`."""
         if isinstance(expr, ast.Call) and self._is_tl(expr.func, "cdiv") and len(expr.args) == 2 and all(
                 isinstance(x, ast.Name) for x in expr.args):
-            prefix = _dotted(expr.func) or f"{self.tl}.cdiv"
+            prefix = dotted_name(expr.func) or f"{self.tl}.cdiv"
             return expr.args[0].id, expr.args[1].id, prefix + "({}, {})"  # type: ignore[attr-defined]
         if (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.FloorDiv) and isinstance(expr.right, ast.Name)
                 and isinstance(expr.left, ast.BinOp) and isinstance(expr.left.op, ast.Sub)
@@ -951,7 +942,7 @@ class Analysis:
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
                 for b in self._walk(n.value):
                     if (isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult)
-                            and {_dotted(b.left), _dotted(b.right)} == {pid_m, bm}):
+                            and {dotted_name(b.left), dotted_name(b.right)} == {pid_m, bm}):
                         offs.add(n.targets[0].id)
         runtime = set(k.params) - k.constexpr
         for n in self._walk(k.node):
@@ -961,7 +952,7 @@ class Analysis:
                 if isinstance(left, ast.Name) and left.id in offs and isinstance(right, ast.Name) and right.id in runtime:
                     return right.id
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and isinstance(n.right, ast.Name) and n.right.id in runtime:
-                if any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and {_dotted(b.left), _dotted(b.right)} == {pid_m, bm}
+                if any(isinstance(b, ast.BinOp) and isinstance(b.op, ast.Mult) and {dotted_name(b.left), dotted_name(b.right)} == {pid_m, bm}
                        for b in self._walk(n.left)):
                     return n.right.id
         return None
