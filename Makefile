@@ -10,7 +10,7 @@ run: $(STAMP)
 	$(VENV)/bin/kernel-tui check-task fixtures/vector_add --device auto
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
 
 install: $(STAMP)
 
