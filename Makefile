@@ -6,8 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install clean
 
+# The screen on vector_add with the default device and proposer (the built-in search without a model).
 run: $(STAMP)
-	$(VENV)/bin/kernel-tui check-task fixtures/vector_add --device auto
+	$(VENV)/bin/kernel-tui fixtures/vector_add --device auto
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15

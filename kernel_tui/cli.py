@@ -140,10 +140,18 @@ def cmd_check_task(args) -> int:
 
 
 def cmd_run(args) -> int:
-    if not args.headless:
-        raise KernelTuiError("the interactive screen is not part of this version yet; add --headless")
     if args.max_steps is not None and args.max_steps < 1:
         raise KernelTuiError("--max-steps must be at least 1")
+    if not args.headless:
+        from kernel_tui.tui.app import run_tui
+
+        return run_tui(
+            Path(args.target) if args.target else None, device=args.device, proposer=args.proposer,
+            candidates=Path(args.candidates) if args.candidates else None, max_steps=args.max_steps,
+            workspace=Path(args.workspace) if args.workspace else None,
+        )
+    if not args.target:
+        raise KernelTuiError("--headless needs a task directory or a workspace")
     from kernel_tui import headless
 
     return headless.run(args)
@@ -197,7 +205,10 @@ def cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernel-tui", description="Human-in-the-loop GPU kernel optimization.")
+    parser = _Parser(
+        prog="kernel-tui",
+        description="Human-in-the-loop GPU kernel optimization. `kernel-tui [TASK_OR_WORKSPACE]` opens the screen.",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     def device(p):
@@ -223,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace")
-    p.add_argument("target", help="a task directory or an existing workspace")
+    p.add_argument("target", nargs="?", help="a task directory or an existing workspace (none: pick one)")
     p.add_argument("--headless", action="store_true", help="no screen: auto-approve every proposal")
     p.add_argument("--proposer", choices=["search", "llm", "replay"])
     p.add_argument("--candidates", help="directory of *.py candidates for --proposer replay (name order)")
@@ -256,8 +267,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-task"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
+        argv = ["run", *argv]  # `kernel-tui TASK_OR_WORKSPACE [options]` opens the screen on it
+    if not argv and sys.stdin.isatty() and sys.stdout.isatty():
+        argv = ["run"]  # `kernel-tui` alone: the picker of fixtures and workspaces
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

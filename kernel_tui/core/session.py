@@ -240,11 +240,13 @@ class Session:
             return None
         return self.finalize()
 
-    def finalize(self, stopped_because: str | None = None) -> RunSummary:
+    def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
         warnings: list[str] = []
         self._emit("log", text=f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
         comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source, runs=self.retest_runs)
+        if comparison.status is Status.cancelled or self.cancel.is_set():
+            return None  # stopped mid re-test: keep whatever records an earlier finalize left
         self.ws.write_json("final-comparison.json", comparison)
         lines = self.ws.trajectory()
         statuses: dict[str, int] = {}

@@ -1,0 +1,518 @@
+"""The bridge between the screens and the Session: it owns the Session's thread and the person's side.
+
+Thread side (run inside Textual thread workers, see workers.py): `run` opens the workspace, runs the
+preflight and then rounds, one `Session.step()` at a time, between which it honours pause and "next";
+`finalize`, `report`, `restore`, `history`, `detail` and `tail_agent` are the other blocking jobs. Every
+result reaches the screens as a message (messages.py) carrying display state (view.py).
+
+UI side (called from the event loop, never blocking): approve, reject, stage_edit, write_own,
+toggle_pause, next_round, toggle_auto, stop.
+
+Nothing from the core is imported at module import: the App paints first, the core loads in a worker.
+One lock, `engine`, is held by whatever moves the workspace forward (a round, the final comparison, a
+restore), so none of them ever sees another's half-done state; history reads use their own Workspace.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+from kernel_tui.tui.messages import (
+    EvalProgress,
+    LogLine,
+    OpenFailed,
+    PendingChanged,
+    RunStateChanged,
+    ViewChanged,
+)
+from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, VersionDetail
+
+if TYPE_CHECKING:
+    from kernel_tui.core.decision import PendingProposal
+    from kernel_tui.core.session import Event, Session
+    from kernel_tui.core.workspace import Workspace
+
+
+@dataclass
+class RunOptions:
+    target: Path | None
+    device: str = "auto"
+    proposer: Any = None  # "search" | "llm" | "replay" | a Proposer instance | None (headless.make_proposer decides)
+    candidates: Path | None = None
+    max_steps: int | None = None
+    workspace: Path | None = None
+    person: Any = None  # a ProposerInfo; default: person_identity()
+    auto_approve: bool = False
+    paused: bool = False  # start paused (rounds start with n)
+    tail_interval: float = 0.5
+
+
+class Controller:
+    def __init__(self, options: RunOptions, post: Callable[[Message], object]) -> None:
+        self.options, self.post = options, post
+        self.cancel = threading.Event()
+        self.engine = threading.Lock()  # held by a round, the final comparison or a restore
+        self._jobs = threading.Lock()  # one queued final comparison or restore at a time
+        self._writing = threading.Lock()  # one report at a time
+        self._cond = threading.Condition()
+        self._paused = options.paused
+        self._one_shot = False
+        self._idle: str | None = None
+        self._finalizing = False
+        self._last_phase: tuple | None = None
+        self._hist_lock = threading.Lock()
+        self._hist_ws: Workspace | None = None
+        self.ready = threading.Event()  # the workspace is open (history and report may read it from now on)
+        self.stopped = threading.Event()  # the session loop has ended: nothing may move the workspace any more
+        self.ws: Workspace | None = None
+        self.session: Session | None = None
+        self.evaluator = self.decider = self.proposer = self.person = None
+        self.staged: str | None = None  # the person's edit of the waiting proposal, not sent yet
+        self.best_source = ""
+        self.state_text = "opening the workspace…"
+        self._pending_view: PendingView | None = None
+        self._preflight_ran = False
+
+    # ================================================================================================
+    # thread side
+    # ================================================================================================
+    def run(self) -> None:
+        """The session worker: open, preflight, then rounds until cancelled. Unlocks the workspace at the end."""
+        from kernel_tui.core.errors import KernelTuiError
+
+        try:
+            try:
+                self._open()
+            except KernelTuiError as exc:
+                self.post(OpenFailed(str(exc)))
+                self._state(f"cannot open: {exc}")
+                return
+            self._loop()
+        except Exception as exc:
+            self._state(f"rounds stopped by an error ({type(exc).__name__}); the workspace is intact — q quits")
+            raise  # the App's worker handler shows it
+        finally:
+            self._close()
+
+    def _open(self) -> None:
+        from kernel_tui.core.errors import KernelTuiError
+        from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.session import Session
+        from kernel_tui.core.workspace import person_identity
+        from kernel_tui.headless import make_proposer, open_or_create
+        from kernel_tui.tui.person import PersonDecider, PersonProposer
+
+        opts = self.options
+        if opts.target is None:
+            raise KernelTuiError("no task or workspace given")
+        ws = open_or_create(Path(opts.target), Path(opts.workspace) if opts.workspace else None)
+        ws.lock()
+        try:
+            try:
+                evaluator = Evaluator(ws.task, device=opts.device, workdir=ws.root / ".work", cancel=self.cancel)
+            except ValueError as exc:
+                raise KernelTuiError(str(exc)) from None
+            inner = opts.proposer if hasattr(opts.proposer, "propose") else make_proposer(
+                opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator)
+            self.person = opts.person or person_identity()
+            self.proposer = PersonProposer(inner, self.person, ws.root / ".work")
+            self.decider = PersonDecider(on_waiting=self._on_waiting)
+            self.decider.auto_approve = opts.auto_approve
+            self.session = Session(ws, evaluator, self.proposer, self.decider, max_steps=opts.max_steps,
+                                   cancel=self.cancel, on_event=self._on_event)
+        except BaseException:
+            ws.unlock()
+            raise
+        self.ws, self.evaluator = ws, evaluator
+        self._log(f"workspace {ws.root.name}: task {ws.task.name}, device {evaluator.device}, "
+                  f"proposer {inner.info.name}", "bold")
+        self._refresh()
+        self.ready.set()
+
+    def _loop(self) -> None:
+        assert self.session is not None and self.ws is not None
+        with self.engine:
+            for text in self.ws.reconcile():
+                self._log(f"repaired after a stop: {text}", "yellow")
+            self._state("preflight: reference self-check and baseline correctness…", busy=True)
+            pre = self.session.preflight()
+            self.post(EvalProgress(None))
+            self._refresh()
+        if pre.status != "ok":
+            self._log(f"preflight failed: {pre.baseline}", "bold red")
+            self._state(f"preflight failed: {pre.baseline} — q quits; the workspace is kept")
+            self.cancel.wait()
+            return
+        if not self._preflight_ran:
+            self._log(f"preflight ok (recorded earlier): {pre.baseline}", "green")
+        if self._paused:
+            self._state("paused — space resumes · n runs one round")
+        while self._wait_for_go():
+            with self.engine:  # all workspace access of a round, and its aftermath, under the one lock
+                if self.cancel.is_set():
+                    break
+                pending = self.ws.pending()
+                self._state(f"round {pending[0][0]}: resuming" if pending else "asking the proposer…", busy=True)
+                line = self.session.step()
+                if line is None and not self.cancel.is_set():
+                    spent = self.session.remaining <= 0
+                    why = "budget spent" if spent else "the proposer has nothing more to propose"
+                    with self._cond:
+                        self._idle = why
+                    self._refresh()
+                    self._state(f"idle: {why} — " + ("" if spent else "w write your own · ")
+                                + "c final comparison · p report")
+            if self.cancel.is_set():
+                break
+            if line is not None:
+                self._state("paused — space resumes · n runs one round" if self._paused else "next round…",
+                            busy=not self._paused)
+
+    def _wait_for_go(self) -> bool:
+        with self._cond:
+            while not self.cancel.is_set():
+                if self._one_shot:
+                    self._one_shot = False
+                    return True
+                if not self._paused and self._idle is None:
+                    return True
+                self._cond.wait(0.25)
+        return False
+
+    def _close(self) -> None:
+        self.stopped.set()
+        got = self.engine.acquire(timeout=60)  # a final comparison or restore in flight ends on cancel
+        try:
+            if self.evaluator is not None:
+                self.evaluator.close()
+            if self.ws is not None:
+                self.ws.unlock()
+        finally:
+            if got:
+                self.engine.release()
+
+    def _acquire_engine(self, what: str) -> bool:
+        if self.engine.acquire(blocking=False):
+            return True
+        self._log(f"{what}: waits for the round in flight to end (decide it if it is waiting for you)", "yellow")
+        while not self.cancel.is_set():
+            if self.engine.acquire(timeout=0.25):
+                return True
+        return False
+
+    def finalize(self) -> None:
+        """Key c: the final re-test of baseline vs best, run_summary.json, agent-status.json."""
+        self._require_ready(moving=True)
+        if not self._jobs.acquire(blocking=False):
+            self._log("a final comparison or restore is already queued", "yellow")
+            return
+        try:
+            self.pause()
+            if not self._acquire_engine("final comparison"):
+                return
+            self._finalizing = True
+            try:
+                assert self.session is not None
+                self._state("final comparison: baseline vs best in fresh processes…", busy=True)
+                stopped = None if self._idle else "the person ran the final comparison"
+                summary = self.session.finalize(stopped)
+                self._log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
+                          f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
+                                                          if summary.final_speedup is not None else ""), "bold")
+                self._refresh()
+            finally:
+                self._finalizing = False
+                self.engine.release()
+                self.post(EvalProgress(None))
+            self._state("final comparison done — p writes the report · n runs another round")
+        finally:
+            self._jobs.release()
+
+    def report(self) -> list[Path]:
+        """Key p: report.md and the figures, from the workspace's records (read only: no engine lock)."""
+        self._require_ready()
+        from kernel_tui.core.report import write_report
+
+        assert self.ws is not None
+        if not self._writing.acquire(blocking=False):
+            self._log("the report is already being written", "yellow")
+            return []
+        try:
+            self._log("writing the report…", "dim")
+            written = write_report(self.ws.root)
+        finally:
+            self._writing.release()
+        self._log("report: " + ", ".join(p.name for p in written), "bold")
+        return written
+
+    def restore(self, rev: str) -> str:
+        """History: make an old version the incumbent again, as a new commit on `best` by the person."""
+        self._require_ready(moving=True)
+        if not self._jobs.acquire(blocking=False):
+            self._log("a final comparison or restore is already queued", "yellow")
+            return ""
+        try:
+            self.pause()
+            if not self._acquire_engine("restore"):
+                return ""
+            try:
+                assert self.ws is not None
+                commit = self.ws.restore(rev, self.person)
+                self._log(f"restored {rev[:8]} as incumbent: best is now {commit.hexsha[:8]} "
+                          "(a new commit; history kept)", "bold cyan")
+                self._refresh()
+            finally:
+                self.engine.release()
+        finally:
+            self._jobs.release()
+        return commit.hexsha
+
+    def _history_ws(self) -> Workspace:
+        from kernel_tui.core.workspace import Workspace
+
+        assert self.ws is not None
+        if self._hist_ws is None:
+            self._hist_ws = Workspace.open(self.ws.root)  # its own git processes: safe beside the session's
+        return self._hist_ws
+
+    def history(self) -> HistoryData:
+        self._require_ready()
+        from kernel_tui.tui import present
+
+        with self._hist_lock:
+            return present.history(self._history_ws())
+
+    def detail(self, commit: str, against: str | None, label: str) -> VersionDetail:
+        self._require_ready()
+        from kernel_tui.tui import present
+
+        with self._hist_lock:
+            return present.detail(self._history_ws(), commit, against, label)
+
+    def tail_agent(self) -> None:
+        """Stream the agent's model-messages.jsonl and tool-calls.jsonl into the log as they grow."""
+        from kernel_tui.tui import agentlog
+
+        try:  # the agent proposer's own names (it imports litellm only on its first model call)
+            from kernel_tui.core.proposers.llm import MESSAGES_FILE, TOOL_CALLS_FILE
+        except ImportError:
+            MESSAGES_FILE, TOOL_CALLS_FILE = agentlog.MESSAGES_FILE, agentlog.TOOL_CALLS_FILE
+        while not self.ready.wait(0.25):
+            if self.cancel.is_set():
+                return
+        assert self.ws is not None
+        agentlog.follow(self.ws.root, lambda text: self._log(text, "magenta"), self.cancel,
+                        self.options.tail_interval, (MESSAGES_FILE, TOOL_CALLS_FILE))
+
+    def _require_ready(self, *, moving: bool = False) -> None:
+        from kernel_tui.core.errors import KernelTuiError
+
+        if not self.ready.is_set():
+            raise KernelTuiError("the workspace is not open yet")
+        if moving and self.stopped.is_set():
+            raise KernelTuiError("the session has stopped (see the log); reopen the workspace to continue")
+
+    # --- Session events (in the Session's thread, or the final comparison's) --------------------------
+    def _on_event(self, e: Event) -> None:
+        from kernel_tui.tui import present
+
+        if e.kind == "progress" and e.progress is not None:
+            p = e.progress
+            where = "final comparison" if self._finalizing else ("preflight" if e.round == 0 else f"round {e.round}")
+            self.post(EvalProgress(EvalStep(where=where, phase=p.phase, k=p.k, n=p.n, block=p.block)))
+            key = (where, p.phase, p.block)
+            if key != self._last_phase and p.phase != "done":
+                self._last_phase = key
+                self._log(f"{where}: {p.phase}" + (f" (block {p.block + 1})" if p.phase not in ("policy",) else ""), "dim")
+            return
+        if e.kind == "proposal" and e.pending is not None:
+            self.staged = None
+            auto = self.decider is not None and self.decider.auto_approve
+            state = "auto-approved — evaluating" if auto else \
+                "awaiting your decision — a approve · r reject · e edit · E $EDITOR · f full source"
+            self._show_pending(present.pending_view(e.pending, state, waiting=not auto))
+            self._log(e.text, "bold")
+            return
+        if e.kind == "decision":
+            if ": reject" in e.text:
+                return  # the verdict line says it, with the reason
+            self._log(e.text, "cyan")
+            if self._pending_view is not None:
+                edited = self._pending_view.edited
+                self._show_pending(replace(self._pending_view, waiting=False, state=(
+                    "your revision — committed as yours, evaluating…" if edited else "approved — evaluating…")))
+                self._state(f"round {e.round}: evaluating…", busy=True)
+            return
+        if e.kind == "verdict" and e.line is not None:
+            ln = e.line
+            style = "bold green" if ln.accepted else ("cyan" if ln.status == "rejected_by_person" else
+                                                       "yellow" if ln.status == "ok" else "red")
+            self._log(f"round {ln.round}: {present.verdict_word(ln)} — {ln.reason}", style)
+            self.post(EvalProgress(None))
+            if self._pending_view is not None and self._pending_view.round == ln.round:
+                self._show_pending(replace(self._pending_view, waiting=False,
+                                           state=f"verdict: {present.verdict_word(ln)} — {ln.reason}"))
+            self.staged = None
+            self._refresh()
+            return
+        if e.kind == "best_changed":
+            self._log(e.text, "bold green")
+            return
+        if e.kind == "budget":
+            return
+        if e.kind == "preflight":
+            self._preflight_ran = True
+        self._log(e.text, "bold" if e.kind in ("preflight", "finished") else "")
+
+    def _on_waiting(self, pending: PendingProposal | None) -> None:
+        if pending is not None:
+            self._state(f"round {pending.round}: awaiting your decision", busy=False)
+
+    # --- posting --------------------------------------------------------------------------------------
+    def _show_pending(self, view: PendingView | None) -> None:
+        self._pending_view = view
+        self.post(PendingChanged(view))
+
+    def _log(self, text: str, style: str = "") -> None:
+        self.post(LogLine(text, style))
+
+    def _state(self, text: str | None = None, *, busy: bool = False) -> None:
+        if text is not None:
+            self.state_text = text
+        auto = self.decider.auto_approve if self.decider is not None else self.options.auto_approve
+        self.post(RunStateChanged(self.state_text, paused=self._paused, auto_approve=auto, busy=busy))
+
+    def _refresh(self) -> None:
+        """Rebuild the whole run view from the workspace (in the calling worker thread)."""
+        from kernel_tui.tui import present
+        from kernel_tui.tui.view import RunView
+
+        ws, session = self.ws, self.session
+        if ws is None or session is None or self.evaluator is None:
+            return
+        lines = ws.trajectory()
+        device = self.evaluator.device
+        best = present.best_view(ws, device)
+        self.best_source = best.source
+        status = present.status_view(
+            ws, device, self.proposer.info, len(lines), session.state.max_steps,
+            auto_approve=self.decider.auto_approve, paused=self._paused, state=self.state_text,
+        )
+        self.post(ViewChanged(RunView(task=ws.task.name, workspace=ws.root.name, best=best,
+                                      rows=present.rows(lines), charts=present.charts(ws, lines, device),
+                                      status=status)))
+
+    # ================================================================================================
+    # UI side: called from the event loop; never blocks. Returns a message for the person, or None.
+    # ================================================================================================
+    @property
+    def waiting(self) -> PendingProposal | None:
+        return self.decider.pending if self.decider is not None else None
+
+    def approve(self) -> str | None:
+        from kernel_tui.core.decision import Decision
+
+        pending = self.waiting
+        if pending is None:
+            return "no proposal is waiting for a decision"
+        if self.staged is not None:
+            decision = Decision(action="edit", source=self.staged, person=self.person)
+        else:
+            decision = Decision(action="approve")
+        if not self.decider.answer(decision):
+            return "the proposal was already decided"
+        self.staged = None
+        return None
+
+    def reject(self, reason: str) -> str | None:
+        from kernel_tui.core.decision import Decision
+
+        if self.waiting is None:
+            return "no proposal is waiting for a decision"
+        reason = " ".join(reason.split()) or "rejected without a reason"
+        if not self.decider.answer(Decision(action="reject", reason=reason)):
+            return "the proposal was already decided"
+        self.staged = None
+        return None
+
+    def editable_source(self) -> str | None:
+        """What `e`/`E` open: the person's edit so far, else the waiting proposal."""
+        pending = self.waiting
+        if pending is None:
+            return None
+        return self.staged if self.staged is not None else pending.source
+
+    def stage_edit(self, source: str) -> str | None:
+        from kernel_tui.tui import present
+
+        pending = self.waiting
+        if pending is None:
+            return "no proposal is waiting for a decision; the edit was not kept"
+        if source == pending.source:
+            self.staged = None
+            self._show_pending(present.pending_view(pending, "unchanged — awaiting your decision"))
+            return "no change to the proposal"
+        self.staged = source
+        self._show_pending(present.edited_view(pending, source))
+        return None
+
+    def write_own(self, source: str, change: str) -> str | None:
+        if self.proposer is None:
+            return "the workspace is not open yet"
+        if self.session is not None and self.session.remaining <= 0:
+            return "the budget is spent: no more rounds"
+        self.proposer.queue(source, change)
+        with self._cond:
+            if self._idle is not None or self._paused:
+                self._idle = None
+                self._one_shot = True
+            self._cond.notify_all()
+        self._log(f"your candidate is queued: {change}", "cyan")
+        return None
+
+    def pause(self) -> None:
+        with self._cond:
+            self._paused = True
+        self._state()
+
+    def toggle_pause(self) -> bool:
+        with self._cond:
+            self._paused = not self._paused
+            if not self._paused and self._idle and (self.session is None or self.session.remaining > 0):
+                self._idle = None  # resume asks the proposer again
+            self._cond.notify_all()
+        self._state()
+        return self._paused
+
+    def next_round(self) -> str | None:
+        if self.session is not None and self.session.remaining <= 0:
+            return "the budget is spent: no more rounds"
+        with self._cond:
+            if not (self._paused or self._idle):
+                return "rounds are already running (space pauses)"
+            self._idle = None
+            self._one_shot = True
+            self._cond.notify_all()
+        return None
+
+    def toggle_auto(self) -> bool:
+        on = not (self.decider.auto_approve if self.decider else self.options.auto_approve)
+        self.options.auto_approve = on
+        if self.decider is not None:
+            self.decider.auto_approve = on  # a proposal waiting now is approved at once
+        self._state()
+        return on
+
+    def stop(self) -> None:
+        """Quit: the Session's cancel event is set, a waiting decision wakes, the loop ends and unlocks."""
+        self.cancel.set()
+        if self.decider is not None:
+            self.decider.wake()
+        with self._cond:
+            self._cond.notify_all()

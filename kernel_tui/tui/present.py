@@ -1,0 +1,195 @@
+"""Core records -> display state (view.py). Runs in thread workers only: it imports the core and git."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+from kernel_tui.core.decision import PendingProposal
+from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
+from kernel_tui.core.history import accepted_versions, all_proposals, baseline_latency
+from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+from kernel_tui.core.report import accepted_record, status_counts
+from kernel_tui.core.workspace import Workspace
+from kernel_tui.tui.view import (
+    NA,
+    BestView,
+    Candidate,
+    ChartData,
+    HistoryData,
+    PendingView,
+    StatusView,
+    VerdictRow,
+    VersionDetail,
+    VersionRow,
+    fmt_latency,
+    fmt_pct,
+)
+
+
+def proposer_label(p: ProposerInfo) -> str:
+    return p.name + (f" ({p.model})" if p.model else "") + f" [{p.kind}]"
+
+
+def unified(old: str, new: str, old_label: str, new_label: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        fromfile=old_label, tofile=new_label))
+
+
+# --- the best version --------------------------------------------------------------------------------
+
+def _latency_of(ws: Workspace, rev: str) -> float | None:
+    """The measured latency of a version: its verdict note, the baseline's evaluation, or the restored one's."""
+    commit = ws.repo.commit(rev)
+    if commit.hexsha == ws.baseline.hexsha:
+        return baseline_latency(ws)
+    note = ws.note_for(commit)
+    if note and note.get("latency") is not None:
+        return float(note["latency"])
+    _, trailers = ws.proposal_info(commit)
+    origin = trailers.get("Restored-from")
+    return _latency_of(ws, origin) if origin and origin != commit.hexsha else None
+
+
+def roofline(ws: Workspace, device: str, latency: float | None) -> str:
+    """bytes of the cost model at the benchmark shape / latency / measured copy bandwidth."""
+    if device == "cpu":
+        return "roofline n/a on the CPU interpreter"
+    hw = ws.read_json("hardware.json") or {}
+    bw = hw.get("copy_bandwidth_bytes_per_s")
+    if not isinstance(bw, (int, float)) or bw <= 0:
+        return "roofline n/a (no measured bandwidth in hardware.json)"
+    if latency is None or latency <= 0:
+        return "roofline n/a (no latency yet)"
+    spec = ws.task.spec
+    try:
+        _, nbytes = spec.cost_at(spec.timing_shape("cuda").dims)
+    except Exception as exc:  # a cost model that cannot be evaluated is said, not raised
+        return f"roofline n/a ({exc})"
+    return f"{100 * nbytes / latency / bw:.1f}% of roofline"
+
+
+def best_view(ws: Workspace, device: str) -> BestView:
+    best = ws.best
+    _, trailers = ws.proposal_info(best)
+    latency = _latency_of(ws, best.hexsha)
+    if best.hexsha == ws.baseline.hexsha:
+        label = "baseline"
+    elif trailers.get("Restored-from"):
+        label = f"restored from {trailers['Restored-from'][:8]}"
+    else:
+        label = f"round {trailers.get('Round', '?')}"
+    return BestView(commit=best.hexsha, label=label, latency=fmt_latency(latency),
+                    roofline=roofline(ws, device, latency), source=ws.source_at(best))
+
+
+# --- verdicts, charts, status line ---------------------------------------------------------------------
+
+def verdict_word(ln: TrajectoryLine) -> str:
+    if ln.accepted:
+        return "accepted"
+    if ln.status == "ok":
+        return "rejected (gate)"
+    return "rejected by person" if ln.status == "rejected_by_person" else ln.status
+
+
+def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
+    out = []
+    for ln in lines:
+        ci = f"[{fmt_pct(ln.ci_low)}, {fmt_pct(ln.ci_high)}]" if ln.ci_low is not None and ln.ci_high is not None else NA
+        out.append(VerdictRow(
+            round=ln.round, change=ln.change, proposer=proposer_label(ln.proposer), status=verdict_word(ln),
+            accepted=ln.accepted, latency=fmt_latency(ln.latency), improvement=fmt_pct(ln.improvement), ci=ci,
+            p=f"{ln.p_value:.3g}" if ln.p_value is not None else NA, reason=" ".join(ln.reason.split()),
+        ))
+    return tuple(out)
+
+
+def charts(ws: Workspace, lines: list[TrajectoryLine], device: str) -> ChartData:
+    ordered = sorted(lines, key=lambda ln: ln.round)
+    _, record = accepted_record(ordered)
+    return ChartData(
+        rounds=tuple(ln.round for ln in ordered), latencies=tuple(ln.latency for ln in ordered),
+        accepted=tuple(ln.accepted for ln in ordered), record=tuple(record),
+        improvements=tuple(ln.improvement for ln in ordered),
+        threshold=ws.task.spec.optimization.min_improvement_fraction, baseline=baseline_latency(ws),
+        statuses=tuple(status_counts(ordered).items()), interpreter=device == "cpu",
+    )
+
+
+def device_label(ws: Workspace, device: str) -> str:
+    if device == "cpu":
+        return INTERPRETER_LABEL
+    env = ws.read_json("environment.json") or {}
+    return str(env.get("device_name") or "GPU (cuda)")
+
+
+def status_view(ws: Workspace, device: str, info: ProposerInfo, used: int, total: int, **kw) -> StatusView:
+    return StatusView(device=device_label(ws, device), proposer=f"{info.name} [{info.kind}]",
+                      model=info.model or NA, used=used, total=total, **kw)
+
+
+# --- the candidate pane --------------------------------------------------------------------------------
+
+def pending_view(p: PendingProposal, state: str, *, waiting: bool = True) -> PendingView:
+    return PendingView(round=p.round, commit=p.commit, change=p.change, proposer=proposer_label(p.proposer),
+                       diff=p.diff or "(identical to best)\n", source=p.source, state=state, waiting=waiting)
+
+
+def edited_view(p: PendingProposal, source: str) -> PendingView:
+    diff = unified(p.best_source, source, f"best ({p.best_commit[:8]})", f"round {p.round}, your edit")
+    return PendingView(round=p.round, commit=p.commit, change=p.change, proposer=proposer_label(p.proposer),
+                       diff=diff or "(identical to best)\n", source=source, edited=True,
+                       state="your edit, not sent yet — a: evaluate it as your revision · e/E: edit again · r: reject")
+
+
+# --- history -------------------------------------------------------------------------------------------
+
+def history(ws: Workspace) -> HistoryData:
+    def parent(commit: str) -> str | None:
+        c = ws.repo.commit(commit)
+        return c.parents[0].hexsha if c.parents else None
+
+    base = baseline_latency(ws)
+
+    def row(v) -> VersionRow:
+        latency, vs_base = v.latency, v.vs_baseline
+        if v.status == "restored" and latency is None:  # a restore is a copy: it has its origin's latency
+            latency = _latency_of(ws, v.commit)
+            vs_base = (1 - latency / base) if latency and base else None
+        return VersionRow(commit=v.commit, parent=parent(v.commit), round=v.round, proposer=v.proposer,
+                          change=v.change, latency=fmt_latency(latency), vs_previous=fmt_pct(v.vs_previous),
+                          vs_baseline=fmt_pct(vs_base), status=v.status, reason=" ".join(v.reason.split()))
+
+    return HistoryData(lineage=tuple(row(v) for v in accepted_versions(ws)),
+                       proposals=tuple(row(v) for v in all_proposals(ws)),
+                       baseline=ws.baseline.hexsha, best=ws.best.hexsha)
+
+
+def detail(ws: Workspace, commit: str, against: str | None, label: str) -> VersionDetail:
+    source = ws.source_at(commit)
+    if against is None:
+        return VersionDetail(commit=commit, source=source, diff="(no earlier version)\n", against=label)
+    diff = unified(ws.source_at(against), source, f"{label}", f"{commit[:8]}")
+    return VersionDetail(commit=commit, source=source, diff=diff or "(identical)\n", against=label)
+
+
+# --- the picker ----------------------------------------------------------------------------------------
+
+def candidates(root: Path) -> list[Candidate]:
+    """Existing workspaces (newest first), then the fixtures."""
+    out: list[Candidate] = []
+    ws_dir = root / "workspaces"
+    if ws_dir.is_dir():
+        found = [p for p in ws_dir.iterdir() if Workspace.is_workspace(p)]
+        for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True):
+            n = len((p / "trajectory.jsonl").read_text(encoding="utf-8").splitlines()) if (p / "trajectory.jsonl").exists() else 0
+            out.append(Candidate(path=str(p), label=f"resume  {p.name}  ({n} verdicts)", kind="workspace"))
+    for task in sorted((root / "fixtures").glob("*/task.json")):
+        try:
+            description = json.loads(task.read_text(encoding="utf-8")).get("description", "")
+        except (OSError, ValueError):
+            description = "(unreadable task.json)"
+        out.append(Candidate(path=str(task.parent), label=f"new     {task.parent.name}: {description}", kind="task"))
+    return out

@@ -1,0 +1,1 @@
+"""Screens: the main run screen, history, the picker, and the small modals."""

@@ -1,0 +1,211 @@
+"""History: the accepted lineage (git log of best) or every proposal; a version's source and diffs; restore."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, Restored
+from kernel_tui.tui.screens.modals import ConfirmModal
+from kernel_tui.tui.view import HistoryData, VersionRow
+from kernel_tui.tui.widgets.source import code_view, diff_text
+
+if TYPE_CHECKING:
+    from kernel_tui.tui.controller import Controller
+
+BASES = ("previous", "baseline", "marked")
+STATUS_STYLES = {"accepted": "bold green", "baseline": "bold", "restored": "bold cyan", "rejected": "yellow",
+                 "rejected_by_person": "cyan"}
+
+
+def cycle(options: list[str], current: str) -> str:
+    return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
+
+
+class HistoryScreen(Screen):
+    AUTO_FOCUS = "#versions"
+    BINDINGS = [
+        Binding("escape,h", "back", "Back", id="history-back"),
+        Binding("v", "toggle_all", "Lineage/all", id="history-all"),
+        Binding("s", "status_filter", "Status filter", id="history-status"),
+        Binding("o", "proposer_filter", "Proposer filter", id="history-proposer"),
+        Binding("m", "mark", "Mark", id="history-mark"),
+        Binding("d", "diff_base", "Diff against", id="history-diff-base"),
+        Binding("f", "toggle_source", "Source/diff", id="history-source"),
+        Binding("r", "restore", "Restore as incumbent", id="history-restore"),
+    ]
+
+    def __init__(self, controller: Controller) -> None:
+        super().__init__(id="history")
+        self.controller = controller
+        self.data: HistoryData | None = None
+        self.show_all = False
+        self.status_filter = "all"
+        self.proposer_filter = "all"
+        self.marked: str | None = None
+        self.base = "previous"
+        self.shown: list[VersionRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="history-body"):
+            yield DataTable(id="versions", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="version-detail"):
+                yield Static("", id="detail-info")
+                with VerticalScroll(id="detail-diff-box"):
+                    yield Static("", id="detail-diff")
+                yield code_view("detail-source")
+        yield Static("", id="history-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#versions", DataTable)
+        for label, width in (("commit", 10), ("round", 5), ("status", 18), ("latency", 9), ("vs prev", 8),
+                             ("vs base", 8), ("proposer", 28), ("change", 60)):
+            table.add_column(label, width=width)  # fixed: auto widths are measured late (see TrajectoryTable)
+        self.query_one("#version-detail").border_title = "select a version"
+        self.reload()
+
+    def reload(self) -> None:
+        self.app.load_history(self.controller, self)  # type: ignore[attr-defined]
+
+    # --- data ------------------------------------------------------------------------------------------
+    @on(HistoryLoaded)
+    def _loaded(self, message: HistoryLoaded) -> None:
+        self.data = message.data
+        self.fill()
+
+    def rows(self) -> list[VersionRow]:
+        if self.data is None:
+            return []
+        if not self.show_all:
+            return list(self.data.lineage)
+        return [r for r in self.data.proposals
+                if self.status_filter in ("all", r.status) and self.proposer_filter in ("all", r.proposer)]
+
+    def fill(self) -> None:
+        table = self.query_one("#versions", DataTable)
+        keep = self.selected.commit if self.selected else None
+        table.clear()
+        self.shown = self.rows()
+        best = self.data.best if self.data else ""
+        for r in self.shown:
+            mark = ("★" if r.commit == best else "") + ("◆" if r.commit == self.marked else "")
+            table.add_row(
+                f"{mark}{r.short}", "-" if r.round is None else str(r.round),
+                Text(r.status, style=STATUS_STYLES.get(r.status, "red")), r.latency, r.vs_previous, r.vs_baseline,
+                r.proposer, r.change[:60],
+            )
+        index = next((i for i, r in enumerate(self.shown) if r.commit == keep), 0)
+        if self.shown:
+            table.move_cursor(row=index)
+        self.describe()
+
+    def describe(self) -> None:
+        what = "every proposal" if self.show_all else "accepted lineage (git log best --first-parent), newest first"
+        filters = f" · status: {self.status_filter} · proposer: {self.proposer_filter}" if self.show_all else ""
+        marked = f" · marked {self.marked[:8]}" if self.marked else ""
+        self.query_one("#history-line", Static).update(
+            f"{what}{filters}{marked} · diff against: {self.base} · ★ best ◆ marked")
+
+    @property
+    def selected(self) -> VersionRow | None:
+        table = self.query_one("#versions", DataTable)
+        if not self.shown or table.cursor_row is None or not 0 <= table.cursor_row < len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    @on(DataTable.RowHighlighted, "#versions")
+    def _highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self.load_detail()
+
+    def load_detail(self) -> None:
+        row = self.selected
+        if row is None or self.data is None:
+            return
+        against, label = row.parent, f"previous ({row.parent[:8]})" if row.parent else "previous (none)"
+        if self.base == "baseline":
+            against, label = self.data.baseline, f"baseline ({self.data.baseline[:8]})"
+        elif self.base == "marked" and self.marked:
+            against, label = self.marked, f"marked ({self.marked[:8]})"
+        self.app.load_detail(self.controller, self, row.commit, against, label)  # type: ignore[attr-defined]
+
+    @on(DetailLoaded)
+    def _detail(self, message: DetailLoaded) -> None:
+        d = message.detail
+        if self.selected is None or self.selected.commit != d.commit:
+            return  # the selection moved on
+        row = self.selected
+        box = self.query_one("#version-detail")
+        box.border_title = f"{d.commit[:8]} · diff against {d.against}"
+        info = Text()
+        if row is not None:
+            info.append(f"{row.change}\n", style="bold")
+            info.append(f"{row.proposer} · {row.status} · {row.latency}" + (f" · {row.reason}" if row.reason else ""))
+        self.query_one("#detail-info", Static).update(info)
+        self.query_one("#detail-diff", Static).update(diff_text(d.diff))
+        area = self.query_one("#detail-source")
+        if area.text != d.source:  # type: ignore[attr-defined]
+            area.load_text(d.source)  # type: ignore[attr-defined]
+
+    # --- actions ---------------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_toggle_all(self) -> None:
+        self.show_all = not self.show_all
+        self.fill()
+
+    def action_status_filter(self) -> None:
+        if self.data is None:
+            return
+        self.show_all = True
+        self.status_filter = cycle(["all", *sorted({r.status for r in self.data.proposals})], self.status_filter)
+        self.fill()
+
+    def action_proposer_filter(self) -> None:
+        if self.data is None:
+            return
+        self.show_all = True
+        self.proposer_filter = cycle(["all", *sorted({r.proposer for r in self.data.proposals})], self.proposer_filter)
+        self.fill()
+
+    def action_mark(self) -> None:
+        row = self.selected
+        if row is not None:
+            self.marked = None if self.marked == row.commit else row.commit
+            self.fill()
+
+    def action_diff_base(self) -> None:
+        self.base = cycle(list(BASES), self.base)
+        if self.base == "marked" and not self.marked:
+            self.notify("no version is marked (m marks the selected one): diffing against previous")
+        self.describe()
+        self.load_detail()
+
+    def action_toggle_source(self) -> None:
+        self.query_one("#version-detail").toggle_class("source")
+
+    def action_restore(self) -> None:
+        row = self.selected
+        if row is None:
+            return
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.app.restore_version(self.controller, self, row.commit)  # type: ignore[attr-defined]
+
+        self.app.push_screen(ConfirmModal(
+            f"Restore {row.short} ({row.change[:50]}) as the incumbent? A new commit on best; nothing is rewritten."), done)
+
+    @on(Restored)
+    def _restored(self, message: Restored) -> None:
+        self.notify(message.text)
+        self.reload()

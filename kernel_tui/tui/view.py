@@ -1,0 +1,171 @@
+"""What the screens display: frozen, plain data built from the core in a worker thread.
+
+Nothing here imports the core, git or pydantic, so the App paints before the core is loaded; the
+builders that fill these from a workspace live in `present.py` and run in thread workers only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+NA = "—"
+
+
+def fmt_latency(seconds: float | None) -> str:
+    """µs below 1 ms, else ms (as the report writes them)."""
+    if seconds is None or not math.isfinite(seconds):
+        return NA
+    value, unit = (seconds * 1e3, "ms") if seconds >= 1e-3 else (seconds * 1e6, "µs")
+    digits = 2 if value < 10 else 1 if value < 100 else 0
+    return f"{value:.{digits}f} {unit}"
+
+
+def fmt_pct(fraction: float | None) -> str:
+    return NA if fraction is None or not math.isfinite(fraction) else f"{fraction:+.2%}"
+
+
+@dataclass(frozen=True)
+class BestView:
+    commit: str
+    label: str  # "baseline", "round 3", "restored from 1a2b3c4d"
+    latency: str
+    roofline: str  # "12.3% of roofline" or why there is none
+    source: str
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+    @property
+    def title(self) -> str:
+        return f"best {self.short} ({self.label}) · {self.latency} · {self.roofline}"
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    round: int
+    change: str
+    proposer: str
+    status: str  # accepted / rejected (gate) / rejected by person / a failure status
+    accepted: bool
+    latency: str
+    improvement: str
+    ci: str
+    p: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """The three quantities, kept apart: each verdict's own latency, the accepted record, the gate's estimate."""
+
+    rounds: tuple[int, ...] = ()
+    latencies: tuple[float | None, ...] = ()  # seconds, per verdict (None when not timed)
+    accepted: tuple[bool, ...] = ()
+    record: tuple[float, ...] = ()  # the accepted version's latency after each verdict; NaN before the first accept
+    improvements: tuple[float | None, ...] = ()  # fraction, the gate's paired estimate per verdict
+    threshold: float | None = None  # min improvement fraction
+    baseline: float | None = None  # seconds
+    statuses: tuple[tuple[str, int], ...] = ()  # accepted / ok, rejected / failures, in a fixed order
+    interpreter: bool = False
+
+
+@dataclass(frozen=True)
+class StatusView:
+    device: str  # GPU name, or the interpreter warning
+    proposer: str
+    model: str
+    used: int
+    total: int
+    auto_approve: bool = False
+    paused: bool = False
+    state: str = ""
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.used)
+
+
+@dataclass(frozen=True)
+class RunView:
+    task: str
+    workspace: str  # the directory's name only: no absolute path on screen
+    best: BestView
+    rows: tuple[VerdictRow, ...]
+    charts: ChartData
+    status: StatusView
+
+
+@dataclass(frozen=True)
+class PendingView:
+    round: int
+    commit: str
+    change: str
+    proposer: str
+    diff: str
+    source: str
+    state: str  # what happens next, in words
+    edited: bool = False  # the diff is the person's edit, not yet sent
+    waiting: bool = True  # a decision is awaited
+
+    @property
+    def title(self) -> str:
+        who = "your edit of " if self.edited else ""
+        return f"round {self.round} · {who}{self.commit[:8]} · {self.proposer}"
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    commit: str
+    parent: str | None  # first parent: the previous version (lineage) or the best it was proposed on
+    round: int | None
+    proposer: str
+    change: str
+    latency: str
+    vs_previous: str
+    vs_baseline: str
+    status: str
+    reason: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+
+@dataclass(frozen=True)
+class HistoryData:
+    lineage: tuple[VersionRow, ...]  # newest first, `git log best --first-parent`
+    proposals: tuple[VersionRow, ...]  # every verdict, by round
+    baseline: str
+    best: str
+
+
+@dataclass(frozen=True)
+class VersionDetail:
+    commit: str
+    source: str
+    diff: str
+    against: str  # "previous (abc12345)", "baseline (…)", "marked (…)"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A workspace or a fixture the picker offers."""
+
+    path: str
+    label: str
+    kind: str  # "workspace" or "task"
+
+
+@dataclass(frozen=True)
+class EvalStep:
+    where: str  # "preflight", "round 3", "final comparison"
+    phase: str
+    k: int
+    n: int
+    block: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.where} · {self.phase} · block {self.block + 1} · {self.k}/{self.n}"

@@ -1,0 +1,1 @@
+"""Widgets: each displays state it is given (view.py) and never calls git, torch or a model."""

@@ -1,0 +1,144 @@
+"""Helpers for the TUI tests (no tests here): fixed workspaces, waiting for workers and for conditions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kernel_tui.core.proposers.replay import ReplayProposer
+from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+from kernel_tui.core.workspace import Workspace
+from kernel_tui.tui.workers import LONG_LIVED
+from tests.conftest import FIXTURES, ROOT
+
+CANDIDATES = ROOT / "tests" / "candidates" / "vector_add"
+ADA = ProposerInfo(kind="person", name="Ada Lovelace", email="ada@example.org")
+FIXED_DATE = "2025-01-02T03:04:05+00:00"
+
+
+@contextlib.contextmanager
+def fixed_git_dates():
+    """Commits made inside get fixed dates, so their shas are the same on every run."""
+    keys = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
+    old = {k: os.environ.get(k) for k in keys}
+    os.environ.update({k: "1735787045 +0000" for k in keys})  # git's raw format: FIXED_DATE
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def preflighted(path: Path) -> Workspace:
+    """A new vector_add workspace whose preflight is recorded as done (no evaluation is run)."""
+    ws = Workspace.create(FIXTURES / "vector_add", path=path)
+    ws.write_json("preflight.json", {"status": "ok", "reference": "ok", "baseline": "correct on 4 shape×seed cases",
+                                     "device": "cpu", "time": FIXED_DATE})
+    ws.write_json("hardware.json", {"device": "cpu", "statement": "CPU interpreter run: no GPU figures exist; "
+                                                                  "timings are not GPU timings"})
+    ws.write_json("environment.json", {"device": "cpu", "device_name": "cpu"})
+    ws.write_json("baseline-evaluation.json", {"status": "ok", "reason": "baseline", "timing": {
+        "candidate": [2.0e-3, 2.1e-3, 1.9e-3], "incumbent": [2.0e-3, 2.1e-3, 1.9e-3]}})
+    return ws
+
+
+def line(round_no: int, commit: str, change: str, status: str, accepted: bool, proposer: ProposerInfo, **kw) -> TrajectoryLine:
+    return TrajectoryLine(round=round_no, change=change, proposer=proposer, commit=commit, status=status,
+                          accepted=accepted, device="cpu", time=FIXED_DATE,
+                          timing_label="CPU interpreter — timings are not GPU timings", **kw)
+
+
+def fixed_workspace(path: Path) -> Workspace:
+    """Four judged rounds, one of each kind, with fixed dates and numbers; the budget (4) is spent."""
+    with fixed_git_dates():
+        ws = preflighted(path)
+        replay = ReplayProposer(CANDIDATES).info
+        files = sorted(CANDIDATES.glob("*.py"))
+        sources = [f.read_text() for f in files]
+        base = ws.best.hexsha
+        c1 = ws.commit_proposal(1, sources[0], "Block size 256 -> 1024: fewer, fuller programs", replay)
+        ws.record_verdict(line(1, c1.hexsha, "Block size 256 -> 1024: fewer, fuller programs", "ok", True, replay,
+                               reason="accepted: +18.0% (CI +12.0%…+24.0%) over 3 blocks", latency=1.64e-3,
+                               incumbent_latency=2.0e-3, improvement=0.18, ci_low=0.12, ci_high=0.24, p_value=0.002,
+                               incumbent_commit=base))
+        ws.accept(c1)
+        c2 = ws.commit_proposal(2, sources[1], "The same kernel again", replay)
+        ws.record_verdict(line(2, c2.hexsha, "The same kernel again", "ok", False, replay,
+                               reason="not faster: +0.3% (CI -2.1%…+2.6%)", latency=1.63e-3, incumbent_latency=1.64e-3,
+                               improvement=0.003, ci_low=-0.021, ci_high=0.026, p_value=0.41, incumbent_commit=c1.hexsha))
+        c3 = ws.commit_proposal(3, sources[2], "Block size 1024 -> 32", replay)
+        ws.record_verdict(line(3, c3.hexsha, "Block size 1024 -> 32", "rejected_by_person", False, replay,
+                               reason="far too small a block", incumbent_commit=c1.hexsha))
+        c4 = ws.commit_proposal(4, sources[3], "Off by one in the mask", replay)
+        ws.record_verdict(line(4, c4.hexsha, "Off by one in the mask", "incorrect", False, replay,
+                               reason="case small/seed 17: max abs error 3.1 > atol", incumbent_commit=c1.hexsha))
+        ws.write_json("session.json", {"max_steps": 4, "proposer": {"kind": "replay", "directory": str(CANDIDATES),
+                                                                     "next": 4}, "finished": False})
+    return ws
+
+
+class RecordingReplay(ReplayProposer):
+    """The replay proposer, keeping the feedback it is given."""
+
+    def __init__(self, directory: Path = CANDIDATES) -> None:
+        super().__init__(directory)
+        self.feedbacks = []
+
+    def feedback(self, feedback) -> None:
+        self.feedbacks.append(feedback)
+
+
+def run(coro) -> object:
+    return asyncio.run(coro)
+
+
+async def wait_until(pilot, predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or predicate}")
+
+
+async def wait_for_workers(pilot, timeout: float = 60.0, ignore: frozenset[str] = LONG_LIVED) -> None:
+    """Until every worker except the long-lived ones (the session loop, the agent log) has finished."""
+    await wait_until(pilot, lambda: all(w.is_finished for w in pilot.app.workers if w.group not in ignore),
+                     timeout, "workers to finish")
+    await pilot.pause()
+
+
+async def wait_settled(pilot, timeout: float = 60.0) -> None:
+    """Until the workspace is open and the run has settled: idle, paused, or awaiting a decision."""
+    app = pilot.app
+
+    def settled() -> bool:
+        if app.controller is None or not app.controller.ready.is_set() or app.main_screen is None:
+            return False
+        state = app.main_screen.query_one("#eval").state
+        return state.startswith(("idle", "paused")) or "awaiting your decision" in state
+
+    await wait_until(pilot, settled, timeout, "a settled run")
+    await wait_for_workers(pilot, timeout)
+    await wait_for_tables(pilot, timeout)
+
+
+async def wait_for_tables(pilot, timeout: float = 30.0) -> None:
+    """DataTables size their columns on idle: a screenshot taken before that shows header widths.
+
+    (Reads two private attributes of DataTable; there is no public "layout done" signal.)
+    """
+    from textual.widgets import DataTable
+
+    def done() -> bool:
+        return all(not t._updated_cells and not t._require_update_dimensions for t in pilot.app.screen.query(DataTable))
+
+    await wait_until(pilot, done, timeout, "the tables to size their columns")
+    await pilot.pause()
