@@ -85,3 +85,11 @@ def test_evaluator_keeps_serving_after_crash_and_hang(workroot, fork_server):
     assert ok.status is Status.ok, ok.reason
     assert ok.verdict is not None
     assert ok.timing_label.startswith("CPU interpreter" if DEVICE == "cpu" else "GPU kernel time")
+
+
+def test_a_relative_workdir_still_works_through_the_fork_server(tmp_path, monkeypatch):
+    # `make run` creates workspaces/... relative to the project; forked workers change directory first
+    monkeypatch.chdir(tmp_path)
+    ev = Evaluator(load_task(FIXTURES / "vector_add"), device=DEVICE, workdir=Path("relative-work"), timeout=120)
+    result = ev.check(load_task(FIXTURES / "vector_add").baseline_source)
+    assert result.status is Status.ok, result.reason

@@ -117,7 +117,8 @@ class Evaluator:
     ) -> None:
         self.task = task
         self.device = resolve_device(device)
-        self.workdir = Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))
+        # absolute: workers (forked ones too) change directory before they read their paths
+        self.workdir = (Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))).resolve()
         self.triton_cache = self.workdir / "triton-cache"
         self.enforce_policy = enforce_policy
         self.cancel = cancel or threading.Event()

@@ -74,6 +74,7 @@ class ForkServer:
     """A long-lived process that forks workers on request (see worker.serve_forks)."""
 
     def __init__(self, workdir: Path, device: str, triton_cache: Path) -> None:
+        workdir, triton_cache = workdir.resolve(), triton_cache.resolve()
         workdir.mkdir(parents=True, exist_ok=True)
         triton_cache.mkdir(parents=True, exist_ok=True)
         self._log = open(workdir / "fork-server.log", "wb")
@@ -183,6 +184,7 @@ def run_worker(
     on_progress: ProgressFn | None = None,
     server: ForkServer | None = None,
 ) -> WorkerResult:
+    workdir, triton_cache = workdir.resolve(), triton_cache.resolve()  # the worker changes directory first
     workdir.mkdir(parents=True, exist_ok=True)
     triton_cache.mkdir(parents=True, exist_ok=True)
     req_path, res_path = workdir / "request.json", workdir / "result.json"
