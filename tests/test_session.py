@@ -35,14 +35,14 @@ def run_args(task: str, ws: Path) -> list[str]:
             str(CANDIDATES / task), "--device", "cpu", "--workspace", str(ws)]
 
 
-def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
+def wait_for(predicate, timeout: float, proc: subprocess.Popen, poll: float = 0.2) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return
         if proc.poll() is not None:
             pytest.fail(f"the run ended early: {proc.stdout.read() if proc.stdout else ''}")
-        time.sleep(0.2)
+        time.sleep(poll)
     pytest.fail("timed out waiting")
 
 
@@ -80,13 +80,14 @@ def test_headless_replay_killed_mid_evaluation_resumes_with_nothing_lost(tmp_pat
     proc = subprocess.Popen([sys.executable, "-m", "kernel_tui", *run_args("vector_add", ws_dir)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        # round 2 committed and under evaluation, round 1 judged
-        wait_for(lambda: (ws_dir / "trajectory.jsonl").exists() and (ws_dir / ".git/refs/candidates/0002").exists(), 600, proc)
+        wait_for(lambda: (ws_dir / "preflight.json").exists(), 600, proc)
         second = kt("run", str(ws_dir), "--headless", "--device", "cpu")
         assert second.returncode == 2 and "in use by another kernel-tui process" in second.stderr
-        time.sleep(1.0)
-        pending_commit = git.Repo(ws_dir).commit("refs/candidates/0002").hexsha
+        # kill as soon as round 2 is committed: its evaluation (a worker, correctness, a timing block)
+        # takes seconds, the poll a few milliseconds
+        wait_for(lambda: (ws_dir / ".git/refs/candidates/0002").exists(), 600, proc, poll=0.02)
         os.kill(proc.pid, signal.SIGKILL)
+        pending_commit = git.Repo(ws_dir).commit("refs/candidates/0002").hexsha
     finally:
         proc.kill()
         proc.wait()
