@@ -311,7 +311,7 @@ def _roofline(records: RunRecords) -> tuple[float | None, float | None, str]:
     if records.spec is None:
         return None, None, "no task spec, so no cost-model bytes"
     try:
-        _, nbytes = records.spec.cost_at(records.spec.timing_shape("cuda").dims)
+        nbytes = records.spec.benchmark_bytes()
     except Exception as exc:  # a cost model that cannot be evaluated is reported, not raised
         return None, None, f"cost model bytes cannot be evaluated ({exc})"
     if nbytes <= 0:

@@ -225,6 +225,10 @@ class TaskSpec(_Model):
         value = evaluate(tensor.value, dims)  # type: ignore[arg-type]
         return int(value) if tensor.dtype.startswith("int") else float(value)
 
+    def benchmark_bytes(self) -> float:
+        """Cost-model bytes of one call at the benchmark shape: the numerator of % of roofline."""
+        return self.cost_at(self.shape)[1]
+
     def cost_at(self, dims: dict[str, int]) -> tuple[float, float]:
         """(flops, bytes) of one call at `dims`."""
         return (

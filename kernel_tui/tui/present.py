@@ -64,7 +64,7 @@ def roofline(ws: Workspace, device: str, latency: float | None) -> str:
         return "roofline n/a (no latency yet)"
     spec = ws.task.spec
     try:
-        _, nbytes = spec.cost_at(spec.timing_shape("cuda").dims)
+        nbytes = spec.benchmark_bytes()
     except Exception as exc:  # a cost model that cannot be evaluated is said, not raised
         return f"roofline n/a ({exc})"
     return f"{100 * nbytes / latency / bw:.1f}% of roofline"
