@@ -4,7 +4,7 @@
 # finalizes with the rounds it had) so the whole script fits one device call. Writes under $OUT.
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; LIMIT=${LIMIT:-300}
-ws=$(mktemp -d)/vector_add-search
+ws=${WS:-$(mktemp -d)/vector_add-search}
 start=$(date +%s)
 timeout -s TERM "$LIMIT" $PY -m kernel_tui run fixtures/vector_add --headless --proposer search --max-steps 25 \
   --device cuda --workspace "$ws" > "$OUT/run.log" 2>&1

@@ -211,11 +211,12 @@ class Evaluator:
     # --- public ---------------------------------------------------------------------------------
     def timing_run(
         self, candidate: str, incumbent: str, *, block: int, correctness: bool, phase: str = "timing", seed: int = 0,
+        plan: TimingPlan | None = None,
     ) -> WorkerResult:
-        """One fresh worker process timing one interleaved block (used by the re-test)."""
+        """One fresh worker process timing one interleaved block (used by the re-test and the benchmarks)."""
         deadline = time.monotonic() + self.timeout
         return self._worker(
-            candidate, incumbent, correctness=correctness, timing=self.plan(seed), block=block,
+            candidate, incumbent, correctness=correctness, timing=plan or self.plan(seed), block=block,
             deadline=deadline, phase=phase,
         )
 

@@ -75,6 +75,8 @@ class TimingBlock(_Frozen):
     launch_overhead_incumbent: float | None = None
     launch_overhead_candidate: float | None = None
     timed_outputs_checked: int = 0
+    hold_seconds: float | None = None  # flush mode: how long the GPU was held while the host enqueued
+    hold_retakes: int = 0  # samples retaken with a longer hold because enqueueing outran it
 
 
 class Environment(_Frozen):

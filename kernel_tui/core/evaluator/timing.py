@@ -38,7 +38,13 @@ MAX_ROTATING_SETS = 32
 GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph launch cost vanishes
 # Below this flushed kernel time the event timer's ~0.5 µs resolution is too coarse for one call.
 GRAPH_BELOW_SECONDS = 5e-6
-HOLD_SECONDS = 2e-3  # the GPU sleeps this long while the host enqueues a flush-mode sample
+# The GPU sleeps while the host enqueues a flush-mode sample. The hold is sized from the measured host
+# launch cost (x HOLD_MARGIN) and doubled, with the sample retaken, whenever enqueueing took longer than
+# HOLD_USE of it: then the events could have bracketed an idle GPU waiting for the host.
+HOLD_MIN_SECONDS = 250e-6
+HOLD_MAX_SECONDS = 50e-3
+HOLD_MARGIN = 4.0
+HOLD_USE = 0.5
 Progress = Callable[[str, int, int], None]
 
 
@@ -88,6 +94,8 @@ class BlockTimer:
         self.seed = plan.seed * 1000 + block * 100 + 7
         self.sets: list[ArgumentSet] = []
         self.checked = 0
+        self.hold_seconds = HOLD_MIN_SECONDS
+        self.hold_retakes = 0
 
     # --- shared ---------------------------------------------------------------------------------
     def _refresh(self, sample: int) -> None:
@@ -98,7 +106,7 @@ class BlockTimer:
     def _check(self, s: ArgumentSet, kernel: _Kernel) -> None:
         """Both sides are checked, so the work between samples is the same whichever ran last."""
         try:
-            s.check(self.atol, self.rtol, f"timed call of the {kernel.name}")
+            s.check(self.atol, self.rtol, f"timed call of the {kernel.name}", error=False)
         except CandidateFault as fault:
             if kernel.verify:
                 raise
@@ -166,6 +174,9 @@ class BlockTimer:
                 kernel.call(s.args())
             torch.cuda.synchronize()
         overhead = {k.name: self._launch_overhead(k) for k in (a, b)}
+        # memset + two event records + the call, for each call of a sample
+        self.hold_seconds = min(HOLD_MAX_SECONDS, max(
+            HOLD_MIN_SECONDS, HOLD_MARGIN * self.plan.inner_repeats * (max(overhead.values()) + 20e-6)))
         self._ensure_sets(self.plan.inner_repeats)  # flush mode checks every call on its own set
         kernel_s = statistics.median(self._flush_sample(a, flush) for _ in range(3))
         method = self.plan.method
@@ -191,6 +202,7 @@ class BlockTimer:
             rotating_sets=len(self.sets), l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
             launch_overhead_incumbent=overhead["incumbent"], launch_overhead_candidate=overhead["candidate"],
             timed_outputs_checked=self.checked,
+            hold_seconds=self.hold_seconds if method == "flush" else None, hold_retakes=self.hold_retakes,
         )
 
     def _launch_overhead(self, kernel: _Kernel, calls: int = 20, repeats: int = 5) -> float:
@@ -219,9 +231,17 @@ class BlockTimer:
         sleep = getattr(torch.cuda, "_sleep", None)
         if sleep is not None:
             clock_hz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 2_000_000) * 1e3
-            sleep(int(HOLD_SECONDS * clock_hz))
+            sleep(int(self.hold_seconds * clock_hz))
 
     def _flush_sample(self, kernel: _Kernel, flush: torch.Tensor) -> float:
+        while True:
+            seconds, enqueue = self._flush_sample_once(kernel, flush)
+            if enqueue <= HOLD_USE * self.hold_seconds or self.hold_seconds >= HOLD_MAX_SECONDS:
+                return seconds
+            self.hold_seconds = min(HOLD_MAX_SECONDS, 2 * self.hold_seconds)
+            self.hold_retakes += 1
+
+    def _flush_sample_once(self, kernel: _Kernel, flush: torch.Tensor) -> tuple[float, float]:
         n = self.plan.inner_repeats
         used = [self.sets[j % len(self.sets)] for j in range(n)]
         for s in {id(s): s for s in used}.values():
@@ -229,17 +249,19 @@ class BlockTimer:
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         argv = [s.args() for s in used]
         self._hold_gpu()
+        t0 = time.perf_counter()
         for (start, end), args in zip(events, argv):
             flush.zero_()
             start.record()
             with kernel.recorder:
                 kernel.fn(*args)
             end.record()
+        enqueue = time.perf_counter() - t0
         events[-1][1].synchronize()
         kernel.raise_on_host_ops()
         for s in {id(s): s for s in used}.values():
             self._check(s, kernel)
-        return sum(start.elapsed_time(end) for start, end in events) / 1e3 / n
+        return sum(start.elapsed_time(end) for start, end in events) / 1e3 / n, enqueue
 
     def _capture(self, kernel: _Kernel, calls: int) -> None:
         side = torch.cuda.Stream()

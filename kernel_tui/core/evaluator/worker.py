@@ -173,6 +173,17 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
                 cases.append(CaseResult(shape=case.name, seed=seed, passed=True, max_abs_error=err))
                 k += 1
                 progress("correctness", k, total)
+        if req.device == "cuda":
+            from kernel_tui.core.evaluator.streams import check_stream_order
+
+            s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
+            try:
+                why = check_stream_order(candidate, s)
+            except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
+                status, reason = classify(exc, cand_file, kernels, interpreted)
+                return fail(status, f"stream-order check: {reason}")
+            if why:
+                return fail(Status.policy_violation, why)
         seconds["correctness"] = time.perf_counter() - t1
 
     timing = None

@@ -1,0 +1,56 @@
+"""The timing loop's fused output check agrees with the detailed one on every kind of wrong output."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernel_tui.core.evaluator.harness import CandidateFault, compare
+
+ATOL, RTOL = 1e-3, 1e-3
+
+
+def verdict(out: torch.Tensor, expected: torch.Tensor, error: bool, atol: float = ATOL, rtol: float = RTOL) -> str:
+    try:
+        compare(out, expected, atol, rtol, "case", error=error)
+    except CandidateFault as fault:
+        return fault.status
+    return "ok"
+
+
+def corruptions(dtype: torch.dtype):
+    gen = torch.Generator().manual_seed(3)
+    expected = torch.randn(37, 129, generator=gen).to(dtype)
+    yield "exact", expected.clone(), expected
+    yield "within tolerance", (expected.float() + 5e-4).to(dtype) if dtype == torch.float32 else expected.clone(), expected
+    for name, value in (("nan", float("nan")), ("inf", float("inf")), ("-inf", float("-inf")), ("off", 0.5)):
+        bad = expected.clone()
+        bad[17, 100] = bad[17, 100] + value if name == "off" else value
+        yield name, bad, expected
+    special = expected.clone()
+    special[0, 0] = float("inf")
+    yield "expected inf matched", special.clone(), special
+    wrong = special.clone()
+    wrong[0, 0] = 1.0
+    yield "expected inf missed", wrong, special
+    nan_expected = expected.clone()
+    nan_expected[1, 1] = float("nan")
+    yield "expected nan matched", nan_expected.clone(), nan_expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_fast_check_agrees_with_the_detailed_check(dtype):
+    seen = set()
+    for name, out, expected in corruptions(dtype):
+        fast, detailed = verdict(out, expected, False), verdict(out, expected, True)
+        assert fast == detailed, f"{name}: fast {fast}, detailed {detailed}"
+        seen.add(detailed)
+    assert seen == {"ok", "incorrect"}
+
+
+def test_integer_outputs_are_compared_exactly_beyond_float32():
+    expected = torch.tensor([2**40, 7], dtype=torch.int64)
+    out = expected.clone()
+    out[0] += 1  # invisible in float32
+    assert verdict(out, expected, False, 0, 0) == verdict(out, expected, True, 0, 0) == "incorrect"
+    assert verdict(expected.clone(), expected, False, 0, 0) == "ok"
