@@ -23,15 +23,15 @@ fi
 lap "sanity: $(head -c 300 "$S/sanity_eval.json")"
 lap "search"
 ws=$(mktemp -d)/vector_add-search
-WS="$ws" OUT="$S/search" LIMIT=${LIMIT:-250} bash bench/gpu_search_vector_add.sh
+WS="$ws" OUT="$S/search" LIMIT=${LIMIT:-230} bash bench/gpu_search_vector_add.sh
 lap "evaluator cost of the search's evaluations ($ws)"
 $PY bench/evaluator_cost.py --workspace "$ws" --name vector_add-search --out "$S" >> "$S/driver.log" 2>&1
 lap "adversarial catalogue"
-KT_TEST_DEVICE=cuda timeout 170 $PY -m pytest -q -p no:cacheprovider -n 4 tests/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
+KT_TEST_DEVICE=cuda timeout 150 $PY -m pytest -q -p no:cacheprovider -n 4 tests/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
 lap "matmul evaluator cost"
-timeout 100 $PY bench/evaluator_cost.py --task matmul --count 4 --device cuda --out "$S" --budget 70 >> "$S/driver.log" 2>&1
+timeout 80 $PY bench/evaluator_cost.py --task matmul --count 4 --device cuda --out "$S" --budget 55 >> "$S/driver.log" 2>&1
 lap "reproducibility"
-timeout 60 $PY bench/gate_calibration.py --device cuda --parts repro --out "$S/repro" --budget 50 >> "$S/driver.log" 2>&1
+timeout 45 $PY bench/gate_calibration.py --device cuda --parts repro --out "$S/repro" --budget 38 >> "$S/driver.log" 2>&1
 lap "done"
 tar czf "$OUT/checks.tar.gz" -C "$(dirname "$S")" checks
 cp "$S/driver.log" "$OUT/"
