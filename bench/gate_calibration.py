@@ -44,7 +44,7 @@ from kernel_tui.core.evaluator.models import TimingPlan  # noqa: E402
 from kernel_tui.core.task import Task, load_task  # noqa: E402
 
 FIXTURES = ROOT / "fixtures"
-LEVELS = (0.01, 0.02, 0.03, 0.05, -0.05)  # nominal true improvements of the power candidates
+LEVELS = (-0.05, 0.01, 0.02, 0.03, 0.05)  # nominal true improvements of the power candidates
 
 
 def log(msg: str) -> None:
@@ -258,12 +258,13 @@ def power(task_name: str, device: str, work: Path, *, gates: int, deadline: floa
         per_second = 4 * unit / max(delta, 1e-9)
         out.update(incumbent_seconds=t_inc, amount_per_second=per_second, base_amount=base_amount)
         log(f"power {task_name}: incumbent {t_inc * 1e6:.2f} µs, {per_second / 1e9:.3f} units/ns")
-        share = (deadline - time.monotonic()) / len(LEVELS)
         for i, level in enumerate(LEVELS):
             amount = max(0, round(base_amount - level * t_inc * per_second))
             cand = with_extra_work(task.baseline_source, amount, device)
             n_gates = gates if level > 0 else max(10, gates // 2)
-            level_deadline = min(deadline, time.monotonic() + share * (1.2 if i < len(LEVELS) - 1 else 1.0))
+            # an equal share of what is left; a slower candidate is rejected in a block or two
+            weights = [1.0 if lv > 0 else 0.3 for lv in LEVELS[i:]]
+            level_deadline = time.monotonic() + (deadline - time.monotonic()) * weights[0] / sum(weights)
             procs = col.collect(inc, cand, blocks_wanted=n_gates * (7 if level > 0 else 2), deadline=level_deadline)
             decided = replay_gates(column_order(procs), policy, n_gates)
             s = gate_summary(decided, procs)
@@ -427,6 +428,8 @@ def main() -> int:
     ap.add_argument("--power-gates", type=int, default=60)
     ap.add_argument("--per-process", type=int, default=20, help="blocks cut from one worker process")
     ap.add_argument("--parts", default="aa,power,published,repro")
+    ap.add_argument("--shares", default="aa:vector_add=0.25,aa:matmul=0.35,published=0.03,repro=0.05",
+                    help="share of the budget per part (power takes what is left)")
     ap.add_argument("--smoke", action="store_true", help="a few gates of everything (CPU interpreter plumbing)")
     args = ap.parse_args()
     if args.device == "cpu":
@@ -439,7 +442,7 @@ def main() -> int:
     end = start + args.budget
     parts = args.parts.split(",")
     # shares of the budget, in the order the parts run (A/A first: it is the headline)
-    shares = {"aa:vector_add": 0.25, "aa:matmul": 0.35, "published": 0.03, "repro": 0.05, "power": 0.32}
+    shares = {k: float(v) for k, v in (item.split("=") for item in args.shares.split(","))}
     work = Path(tempfile.mkdtemp(prefix="gate-calibration-"))
     result: dict = {"environment": environment(args.device), "budget_s": args.budget, "aa": {}, "published_timing": {}}
     raw: dict = {}

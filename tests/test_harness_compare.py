@@ -54,3 +54,30 @@ def test_integer_outputs_are_compared_exactly_beyond_float32():
     out[0] += 1  # invisible in float32
     assert verdict(out, expected, False, 0, 0) == verdict(out, expected, True, 0, 0) == "incorrect"
     assert verdict(expected.clone(), expected, False, 0, 0) == "ok"
+
+
+def test_timing_loop_check_catches_what_the_detailed_check_does():
+    from kernel_tui.core.evaluator.harness import GUARD, ArgumentSet
+    from kernel_tui.core.task import load_task
+    from tests.conftest import FIXTURES
+
+    task = load_task(FIXTURES / "vector_add")
+    s = ArgumentSet.build(task.spec, {"rows": 16, "cols": 256}, "cpu", seed=5)
+    s.compute_expected(lambda x, y, out, n: x + y)
+
+    def outcome(damage) -> str:
+        s.prepare_call()
+        x, y, out, _ = s.args()
+        out.copy_(x + y)
+        damage(x, out)
+        try:
+            assert s.check(ATOL, RTOL, "timed call", error=False) == 0.0
+        except CandidateFault as fault:
+            return fault.reason
+        return "ok"
+
+    assert outcome(lambda x, out: None) == "ok"
+    assert "input 'x' was modified" in outcome(lambda x, out: x.mul_(2))
+    assert "out of bounds" in outcome(lambda x, out: s.outputs["output"].storage[GUARD - 1].fill_(0))
+    assert "differ beyond" in outcome(lambda x, out: out[3, 7].add_(1))
+    assert "NaN/Inf" in outcome(lambda x, out: out[0, 0].fill_(float("nan")))

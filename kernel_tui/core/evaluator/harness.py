@@ -175,6 +175,8 @@ class ArgumentSet:
     def check(self, atol: float, rtol: float, what: str, *, error: bool = True) -> float:
         """Raise CandidateFault if the last call was wrong; return the max abs error (0.0 when
         `error` is False: the timing loop checks every call and needs only the verdict)."""
+        if not error and self._all_good(atol, rtol):
+            return 0.0
         for name, snap in self.snapshots.items():
             if not torch.equal(snap, self.inputs[name]):
                 raise CandidateFault("incorrect", f"{what}: input {name!r} was modified by the candidate")
@@ -186,6 +188,22 @@ class ArgumentSet:
         return worst
 
 
+    def _all_good(self, atol: float, rtol: float) -> bool:
+        """Inputs untouched, guards intact and outputs close, reduced on the device: one sync."""
+        # any False (a NaN input too) falls back to the exact, explaining comparison
+        flags = [(snap == self.inputs[name]).all() for name, snap in self.snapshots.items()]
+        for out, exp in zip(self.outputs.values(), self.expected):
+            if out.view.shape != exp.shape:
+                return False
+            head, tail = out.storage[:GUARD], out.storage[-GUARD:]
+            if out.storage.dtype.is_floating_point:
+                flags += [torch.isnan(head).all(), torch.isnan(tail).all()]
+            else:
+                flags += [(head == INT_SENTINEL).all(), (tail == INT_SENTINEL).all()]
+            flags.append(_close_flag(out.view, exp, atol, rtol))
+        return bool(torch.stack(flags).all()) if flags else True
+
+
 def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     idx = []
     for n in reversed(shape):
@@ -194,15 +212,19 @@ def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(idx))
 
 
-def _all_close(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> bool:
-    """One fused test with one sync: |out - expected| <= atol + rtol * |expected| everywhere, NaN
-    where NaN is expected, the same Inf where Inf is. Floats of 32 bits or fewer are compared in
-    float32 (exact for their values); anything else in float64."""
+def _close_flag(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """A device bool: |out - expected| <= atol + rtol * |expected| everywhere, NaN where NaN is
+    expected, the same Inf where Inf is. Floats of 32 bits or fewer are compared in float32 (exact
+    for their values); anything else in float64."""
     wide = out.dtype.is_floating_point and out.dtype.itemsize <= 4 and expected.dtype.itemsize <= 4
     dtype = torch.float32 if wide else torch.float64
     o = out.detach().to(dtype)
     e = expected.detach().to(o.device, dtype)
-    return bool(torch.isclose(o, e, rtol=rtol, atol=atol, equal_nan=True).all())
+    return torch.isclose(o, e, rtol=rtol, atol=atol, equal_nan=True).all()
+
+
+def _all_close(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> bool:
+    return bool(_close_flag(out, expected, atol, rtol))
 
 
 def compare(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, what: str, *, error: bool = True) -> float:

@@ -4,10 +4,9 @@ Timing brackets the caller's current stream with events, so work a candidate put
 (unjoined) escapes the measurement: a kernel there runs during the hold and the events time nothing.
 The static policy forbids streams by name; this runtime check catches what it cannot see. It calls the
 candidate once with the current stream blocked by a sleep kernel, then reads the outputs from a probe
-stream of its own twice, GPU-side so no host latency widens the window:
-- while the current stream is still blocked: any output already written came from another stream;
-- the moment the current stream's work is done (the probe waits on an event recorded after the call):
-  any output still poisoned is being written by work the current stream never waited for.
+stream of its own while the current stream is still blocked: any output already written came from
+another stream. A stream forked off the current one (it waits on it) and never joined back passes that
+probe, so one call is also captured in a CUDA graph: ending a capture with an unjoined fork fails.
 """
 
 from __future__ import annotations
@@ -25,8 +24,29 @@ def _poisoned(t: torch.Tensor) -> torch.Tensor:
     return torch.isnan(t) if t.is_floating_point() else t == INT_SENTINEL
 
 
+def _capture_error(candidate: Callable, s: ArgumentSet) -> str | None:
+    """Capture one call in a CUDA graph. A stream forked off the calling one joins the capture, and
+    ending a capture with a fork that never joined back fails deterministically, unlike any race
+    between a probe and the stray kernel."""
+    s.prepare_call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            candidate(*s.args())
+    except Exception as exc:  # noqa: BLE001 - only an unjoined fork is this check's business
+        torch.cuda.synchronize()
+        text = str(exc)
+        return text if "join" in text.lower() else None
+    finally:
+        del graph
+    return None
+
+
 def check_stream_order(candidate: Callable, s: ArgumentSet) -> str | None:
-    """None when the candidate's work is ordered on the current stream; else the one-line reason."""
+    """None when the candidate's work is ordered on the current stream; else the one-line reason.
+    The candidate must have been called once already (compiled: the blocked stream must not wait on
+    the compiler)."""
     if not s.outputs or not hasattr(torch.cuda, "_sleep"):
         return None
     current = torch.cuda.current_stream()
@@ -36,23 +56,17 @@ def check_stream_order(candidate: Callable, s: ArgumentSet) -> str | None:
     clock_hz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 2_000_000) * 1e3
     torch.cuda._sleep(int(BLOCK_SECONDS * clock_hz))
     candidate(*s.args())
-    done = torch.cuda.Event()
-    done.record(current)
     with torch.cuda.stream(probe):
         early = [(~_poisoned(o.view)).any() for o in s.outputs.values()]
     probe.synchronize()
     still_blocked = not current.query()  # a candidate that synced on the host leaves nothing to see
-    probe.wait_event(done)
-    with torch.cuda.stream(probe):
-        late = [_poisoned(o.view).any() for o in s.outputs.values()]
     torch.cuda.synchronize()
-    names = list(s.outputs)
-    for name, written in zip(names, early):
+    for name, written in zip(s.outputs, early):
         if still_blocked and bool(written):
             return (f"side-stream: output {name!r} was written while the calling stream was still blocked: "
                     "the candidate's kernels run on another stream, outside the timed one")
-    for name, missing in zip(names, late):
-        if bool(missing) and not bool(_poisoned(s.outputs[name].view).any()):
-            return (f"side-stream: output {name!r} was incomplete when the calling stream finished: the candidate "
-                    "left work on another stream that the calling stream never waited for")
+    unjoined = _capture_error(candidate, s)
+    if unjoined:
+        return ("side-stream: the candidate forks work onto another stream and never joins it back to the "
+                f"calling stream, so the timed stream ends before its kernels do ({unjoined.splitlines()[0][:120]})")
     return None

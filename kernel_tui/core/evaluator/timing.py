@@ -39,12 +39,14 @@ GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph laun
 # Below this flushed kernel time the event timer's ~0.5 µs resolution is too coarse for one call.
 GRAPH_BELOW_SECONDS = 5e-6
 # The GPU sleeps while the host enqueues a flush-mode sample. The hold is sized from the measured host
-# launch cost (x HOLD_MARGIN) and doubled, with the sample retaken, whenever enqueueing took longer than
-# HOLD_USE of it: then the events could have bracketed an idle GPU waiting for the host.
+# launch cost (x HOLD_MARGIN). Whenever enqueueing took longer than HOLD_USE of it, the events could
+# have bracketed an idle GPU waiting for the host: the sample is retaken with the hold doubled. A longer
+# hold drifts back toward the base once enqueueing is quick again, so one host hiccup (measured on an
+# H200: a few per process) does not slow every later sample.
 HOLD_MIN_SECONDS = 250e-6
 HOLD_MAX_SECONDS = 50e-3
 HOLD_MARGIN = 4.0
-HOLD_USE = 0.5
+HOLD_USE = 0.8
 Progress = Callable[[str, int, int], None]
 
 
@@ -94,7 +96,7 @@ class BlockTimer:
         self.seed = plan.seed * 1000 + block * 100 + 7
         self.sets: list[ArgumentSet] = []
         self.checked = 0
-        self.hold_seconds = HOLD_MIN_SECONDS
+        self.hold_seconds = self.hold_base = HOLD_MIN_SECONDS
         self.hold_retakes = 0
 
     # --- shared ---------------------------------------------------------------------------------
@@ -175,7 +177,7 @@ class BlockTimer:
             torch.cuda.synchronize()
         overhead = {k.name: self._launch_overhead(k) for k in (a, b)}
         # memset + two event records + the call, for each call of a sample
-        self.hold_seconds = min(HOLD_MAX_SECONDS, max(
+        self.hold_seconds = self.hold_base = min(HOLD_MAX_SECONDS, max(
             HOLD_MIN_SECONDS, HOLD_MARGIN * self.plan.inner_repeats * (max(overhead.values()) + 20e-6)))
         self._ensure_sets(self.plan.inner_repeats)  # flush mode checks every call on its own set
         kernel_s = statistics.median(self._flush_sample(a, flush) for _ in range(3))
@@ -237,6 +239,8 @@ class BlockTimer:
         while True:
             seconds, enqueue = self._flush_sample_once(kernel, flush)
             if enqueue <= HOLD_USE * self.hold_seconds or self.hold_seconds >= HOLD_MAX_SECONDS:
+                if enqueue < 0.25 * self.hold_seconds:
+                    self.hold_seconds = max(self.hold_base, 0.8 * self.hold_seconds)
                 return seconds
             self.hold_seconds = min(HOLD_MAX_SECONDS, 2 * self.hold_seconds)
             self.hold_retakes += 1

@@ -138,6 +138,24 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
 
     if req.check_correctness:
         t1 = time.perf_counter()
+        if req.device == "cuda":  # first: a stray stream can also race the poisoning of the next case
+            from kernel_tui.core.evaluator.streams import check_stream_order
+
+            s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
+            step = "first call at the timing shape"
+            try:
+                t_call = time.perf_counter()
+                candidate(*s.args())  # compiles: a blocked stream must not wait on the compiler
+                sync()
+                seconds["first_call"] = time.perf_counter() - t_call
+                step = "stream-order check"
+                why = check_stream_order(candidate, s)
+            except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
+                status, reason = classify(exc, cand_file, kernels, interpreted)
+                return fail(status, f"{step}: {reason}")
+            if why:
+                return fail(Status.policy_violation, why)
+            del s
         shapes = spec.correctness_shapes(req.device)
         total = len(shapes) * len(spec.correctness.seeds)
         k = 0
@@ -161,7 +179,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
                     status, reason = classify(exc, cand_file, kernels, interpreted)
                     cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=reason))
                     return fail(status, f"{what}: {reason}")
-                if k == 0:
+                if k == 0 and "first_call" not in seconds:
                     seconds["first_call"] = time.perf_counter() - t_call
                 if recorder.forbidden and req.enforce_policy:
                     return fail(Status.policy_violation, f"torch-compute: host code ran {recorder.forbidden[0]} ({what})")
@@ -173,17 +191,6 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
                 cases.append(CaseResult(shape=case.name, seed=seed, passed=True, max_abs_error=err))
                 k += 1
                 progress("correctness", k, total)
-        if req.device == "cuda":
-            from kernel_tui.core.evaluator.streams import check_stream_order
-
-            s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
-            try:
-                why = check_stream_order(candidate, s)
-            except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
-                status, reason = classify(exc, cand_file, kernels, interpreted)
-                return fail(status, f"stream-order check: {reason}")
-            if why:
-                return fail(Status.policy_violation, why)
         seconds["correctness"] = time.perf_counter() - t1
 
     timing = None
