@@ -428,6 +428,7 @@ def main() -> int:
     ap.add_argument("--power-gates", type=int, default=60)
     ap.add_argument("--per-process", type=int, default=20, help="blocks cut from one worker process")
     ap.add_argument("--parts", default="aa,power,published,repro")
+    ap.add_argument("--aa-fixtures", default="vector_add,matmul")
     ap.add_argument("--shares", default="aa:vector_add=0.25,aa:matmul=0.35,published=0.03,repro=0.05",
                     help="share of the budget per part (power takes what is left)")
     ap.add_argument("--smoke", action="store_true", help="a few gates of everything (CPU interpreter plumbing)")
@@ -456,7 +457,7 @@ def main() -> int:
     def deadline(key: str) -> float:
         return min(end, time.monotonic() + shares[key] * args.budget)
 
-    for name in ("vector_add", "matmul"):
+    for name in args.aa_fixtures.split(","):
         if "aa" not in parts:
             break
         try:

@@ -11,6 +11,8 @@ probe, so one call is also captured in a CUDA graph: ending a capture with an un
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 
 import torch
@@ -18,6 +20,24 @@ import torch
 from kernel_tui.core.evaluator.harness import INT_SENTINEL, ArgumentSet
 
 BLOCK_SECONDS = 20e-3
+
+
+@functools.cache
+def _sleep_cycles_per_second() -> float:
+    """torch.cuda._sleep counts clock cycles: measure how many pass per second on this GPU rather
+    than trust a clock-rate property whose unit differs between versions."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    torch.cuda._sleep(2_000_000)
+    end.record()
+    end.synchronize()
+    return 2_000_000 / max(start.elapsed_time(end) / 1e3, 1e-6)
+
+
+def gpu_sleep(seconds: float) -> None:
+    """Occupy the current stream for about `seconds` (one single-thread kernel)."""
+    torch.cuda._sleep(int(seconds * _sleep_cycles_per_second()))
 
 
 def _poisoned(t: torch.Tensor) -> torch.Tensor:
@@ -53,18 +73,24 @@ def check_stream_order(candidate: Callable, s: ArgumentSet) -> str | None:
     probe = torch.cuda.Stream()
     s.prepare_call()
     torch.cuda.synchronize()
-    clock_hz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 2_000_000) * 1e3
-    torch.cuda._sleep(int(BLOCK_SECONDS * clock_hz))
+    gpu_sleep(BLOCK_SECONDS)
     candidate(*s.args())
-    with torch.cuda.stream(probe):
-        early = [(~_poisoned(o.view)).any() for o in s.outputs.values()]
-    probe.synchronize()
-    still_blocked = not current.query()  # a candidate that synced on the host leaves nothing to see
+    # Read the outputs from the probe stream, again and again while the calling stream sleeps: work on
+    # an unrelated stream may start late, but it starts long before the sleep ends.
+    stray = None
+    give_up = time.perf_counter() + BLOCK_SECONDS / 2
+    while stray is None and time.perf_counter() < give_up:
+        with torch.cuda.stream(probe):
+            written = [(~_poisoned(o.view)).any() for o in s.outputs.values()]
+        probe.synchronize()
+        if current.query():
+            break  # the sleep is over (a candidate that synced on the host): nothing left to see
+        stray = next((name for name, w in zip(s.outputs, written) if bool(w)), None)
+        time.sleep(BLOCK_SECONDS / 40)
     torch.cuda.synchronize()
-    for name, written in zip(s.outputs, early):
-        if still_blocked and bool(written):
-            return (f"side-stream: output {name!r} was written while the calling stream was still blocked: "
-                    "the candidate's kernels run on another stream, outside the timed one")
+    if stray is not None:
+        return (f"side-stream: output {stray!r} was written while the calling stream was still blocked: "
+                "the candidate's kernels run on another stream, outside the timed one")
     unjoined = _capture_error(candidate, s)
     if unjoined:
         return ("side-stream: the candidate forks work onto another stream and never joins it back to the "

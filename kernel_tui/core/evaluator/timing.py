@@ -31,6 +31,7 @@ import torch
 from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, tensor_bytes
 from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
 from kernel_tui.core.evaluator.recorder import HostOpRecorder
+from kernel_tui.core.evaluator.streams import gpu_sleep
 from kernel_tui.core.task import ShapeCase, TaskSpec
 
 FLUSH_MIN_BYTES = 256 * 2**20
@@ -230,10 +231,8 @@ class BlockTimer:
 
     def _hold_gpu(self) -> None:
         """Keep the GPU busy so the host can enqueue a whole sample before any of it runs."""
-        sleep = getattr(torch.cuda, "_sleep", None)
-        if sleep is not None:
-            clock_hz = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 2_000_000) * 1e3
-            sleep(int(self.hold_seconds * clock_hz))
+        if hasattr(torch.cuda, "_sleep"):
+            gpu_sleep(self.hold_seconds)
 
     def _flush_sample(self, kernel: _Kernel, flush: torch.Tensor) -> float:
         while True:

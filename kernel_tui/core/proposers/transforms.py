@@ -961,6 +961,15 @@ class Analysis:
     def _sanity_constraints(self) -> None:
         for launch in self.launches:
             self._launch_constraints(launch)
+        for k in self.kernels.values():
+            evict, cache = f"kernel:{k.name}:eviction_policy", f"kernel:{k.name}:cache_modifier"
+            if evict in self.knobs and cache in self.knobs:
+                # ptxas (Triton 3.6, sm_90a) rejects a load carrying both hints: measured on an H200,
+                # all 72 such vector_add configurations failed to assemble
+                def both(assign: dict, evict=evict, cache=cache) -> float | None:
+                    return 1.0 if assign.get(evict) and assign.get(cache) else None
+
+                self._constraints.append((f"kernel:{k.name}:load-hints", both))
 
     def _value(self, assign: dict, kid: str, fixed: ast.AST | None, default: int | None) -> int | None:
         if kid in assign:
