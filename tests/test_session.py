@@ -16,6 +16,7 @@ import pytest
 
 from kernel_tui.core.decision import Decision, PendingProposal
 from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.proposers.base import ProposerContext
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.core.records import ProposerInfo
 from kernel_tui.core.session import Session
@@ -181,3 +182,33 @@ def test_person_rejects_with_a_reason_and_edits_in_place(tmp_path):
     kinds = [e.kind for e in events]
     assert kinds.count("verdict") == 2 and "progress" in kinds and "proposal" in kinds
     assert json.loads((ws.root / "session.json").read_text())["proposer"]["next"] == 2
+
+
+class Rejects:
+    """A person who rejects everything: rounds are judged without spending an evaluation."""
+
+    def decide(self, pending, cancel):
+        return Decision(action="reject", reason="not now")
+
+
+def test_a_committed_unjudged_round_is_judged_on_resume_even_with_a_smaller_budget(tmp_path):
+    from kernel_tui.core.history import all_proposals
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    proposer = ReplayProposer(CANDIDATES / "vector_add")
+    ev = Evaluator(ws.task, device="cpu", workdir=ws.root / ".work")
+    first = Session(ws, ev, proposer, Rejects(), max_steps=3).step()
+    assert first is not None and first.round == 1
+    # a stop right after round 2 was committed: it has no verdict yet
+    proposal = proposer.propose(ProposerContext(round=2, best_source=ws.best_source,
+                                                baseline_source=ws.task.baseline_source, history=ws.trajectory()))
+    commit = ws.commit_proposal(2, proposal.source, proposal.change, proposal.proposer)
+    shown = {v.round: v for v in all_proposals(ws)}
+    assert shown[2].status == "pending" and shown[2].commit == commit.hexsha
+
+    resumed = Session(ws, ev, ReplayProposer(CANDIDATES / "vector_add"), Rejects(), max_steps=1)
+    assert resumed.remaining == 0
+    line = resumed.step()
+    assert line is not None and line.round == 2 and line.commit == commit.hexsha
+    assert ws.pending() == [] and resumed.step() is None
+    assert [v.status for v in all_proposals(ws)] == ["rejected_by_person", "rejected_by_person"]

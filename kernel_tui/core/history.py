@@ -49,8 +49,9 @@ def accepted_versions(ws: Workspace) -> list[Version]:
 
 
 def all_proposals(ws: Workspace) -> list[Version]:
+    """Every judged round, then any round committed but not yet judged (shown as pending)."""
     base = baseline_latency(ws)
-    return [
+    judged = [
         Version(
             commit=ln.commit, round=ln.round, proposer=f"{ln.proposer.kind}:{ln.proposer.name}", change=ln.change,
             latency=ln.latency, vs_previous=ln.improvement,
@@ -59,3 +60,12 @@ def all_proposals(ws: Workspace) -> list[Version]:
         )
         for ln in ws.trajectory()
     ]
+    pending = []
+    for round_no, commit in ws.pending():
+        change, trailers = ws.proposal_info(commit)
+        pending.append(Version(
+            commit=commit.hexsha, round=round_no, proposer=trailers.get("Proposer", commit.author.name),
+            change=change, latency=None, vs_previous=None, vs_baseline=None, status="pending",
+            reason="committed, not judged yet: judged when the run resumes",
+        ))
+    return judged + pending

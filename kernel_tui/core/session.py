@@ -127,10 +127,14 @@ class Session:
     # --- one round ------------------------------------------------------------------------------
     def step(self) -> TrajectoryLine | None:
         """One round. None when there is nothing more to do (budget spent, proposer done, cancelled)."""
-        if self.cancel.is_set() or self.remaining <= 0:
+        if self.cancel.is_set():
             return None
         pending = self.ws.pending()
-        if pending:  # committed before a crash, never judged: judge it now
+        if not pending and self.remaining <= 0:
+            return None
+        # A round committed before a stop is judged whatever the budget says now: a commit never stays
+        # unjudged (and invisible) because a resumed run was given a smaller --max-steps.
+        if pending:
             round_no, commit = pending[0]
             change, trailers = self.ws.proposal_info(commit)
             proposer = self._proposer_from(trailers)
