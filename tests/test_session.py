@@ -73,6 +73,9 @@ def check_artifacts_agree(ws_dir: Path, rounds: int) -> list[dict]:
     assert summary["rounds"] == rounds and summary["accepted"] == len(accepted) and summary["best_commit"] == best.hexsha
     assert json.loads((ws_dir / "agent-status.json").read_text())["status"] in ("complete", "complete_with_warning")
     assert "not GPU timings" in json.loads((ws_dir / "hardware.json").read_text())["statement"]
+    sandbox = json.loads((ws_dir / "preflight.json").read_text())["sandbox"]
+    assert sandbox.startswith("sandbox: ") and "Landlock" in sandbox  # what confined the workers, or what is missing
+    assert sandbox in (ws_dir / "report.md").read_text()
     return lines
 
 

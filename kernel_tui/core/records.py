@@ -56,6 +56,7 @@ class Preflight(_Record):
     reference: str
     baseline: str
     device: str
+    sandbox: str = ""  # what confines the evaluation workers here, and which protection is missing
     time: str = Field(default_factory=now_iso)
 
 

@@ -40,7 +40,7 @@ __all__ = [
 FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png")
 ACCEPTED, REJECTED = "accepted", "ok, rejected"
 FAILURE_ORDER = ("compile_error", "runtime_error", "incorrect", "timeout", "crashed", "policy_violation",
-                 "invalid_task", "cancelled", "rejected_by_person")
+                 "sandbox_violation", "invalid_task", "cancelled", "rejected_by_person")
 # What each record is, said when it is missing.
 RECORD_FILES = {
     "task.json": "the task spec (name, shape, cost model, threshold)",
@@ -406,6 +406,7 @@ def _section_environment(r: RunRecords) -> list[str]:
         p = r.preflight
         out.append(f"- preflight: **{p.status}** on {p.device} (reference: {_cell(p.reference, 100)}; "
                    f"baseline: {_cell(p.baseline, 100)})")
+        out.append(f"- {_cell(p.sandbox, 400)}" if p.sandbox else "- sandbox: not recorded (an older preflight)")
     return out + [""]
 
 

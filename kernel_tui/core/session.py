@@ -110,7 +110,7 @@ class Session:
         pre = Preflight(
             status="ok" if ok else "failed", reference=reference,
             baseline=check.reason if not ok else f"correct on {len(check.cases)} shape×seed cases",
-            device=self.evaluator.device,
+            device=self.evaluator.device, sandbox=check.sandbox.summary() if check.sandbox else "",
         )
         env = check.environment.model_dump() if check.environment else {"device": self.evaluator.device}
         self.ws.write_json("environment.json", env)
@@ -122,6 +122,8 @@ class Session:
             self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
         self.ws.write_json("preflight.json", pre)
         self._emit("preflight", text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}")
+        if check.sandbox is not None:
+            self._emit("log", text=check.sandbox.summary())
         return pre
 
     # --- one round ------------------------------------------------------------------------------

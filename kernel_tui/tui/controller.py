@@ -151,6 +151,8 @@ class Controller:
             return
         if not self._preflight_ran:
             self._log(f"preflight ok (recorded earlier): {pre.baseline}", "green")
+            if pre.sandbox:  # a fresh preflight says this itself, as a log event
+                self._log(pre.sandbox, "yellow" if "missing" in pre.sandbox or "off" in pre.sandbox else "green")
         if self._paused:
             self._state("paused — space resumes · n runs one round")
         while self._wait_for_go():

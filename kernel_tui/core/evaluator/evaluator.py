@@ -32,7 +32,8 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.runner import ForkServer, run_worker
+from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_worker
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_worker
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.task import Task
 
@@ -130,6 +131,11 @@ class Evaluator:
         self._use_fork_server = fork_server and os.environ.get("KERNEL_TUI_FORK_SERVER", "1") != "0"
         self._server: ForkServer | None = None
         self._server_lock = threading.Lock()
+        # KERNEL_TUI_SANDBOX=0 runs workers unconfined (for debugging); every result then says so
+        self._sandbox: SandboxPlan | None = (
+            build_plan(self.device, self.triton_cache, package_paths())
+            if os.environ.get("KERNEL_TUI_SANDBOX", "1") != "0" else None
+        )
 
     def _fork_server(self) -> ForkServer | None:
         """Started on first use, restarted if it died; None (fresh interpreters) if it cannot start."""
@@ -171,6 +177,7 @@ class Evaluator:
         block: int, deadline: float, phase: str,
     ) -> WorkerResult:
         self._runs += 1
+        workdir = self.workdir / f"worker-{self._runs:04d}"
         request = WorkerRequest(
             task=self.task.spec.model_dump(mode="json", by_alias=True),
             reference_source=self.task.reference_source,
@@ -181,10 +188,11 @@ class Evaluator:
             timing=timing,
             block=block,
             enforce_policy=self.enforce_policy,
+            sandbox=for_worker(self._sandbox, workdir) if self._sandbox else None,
         )
         remaining = max(1.0, deadline - time.monotonic())
         return run_worker(
-            request, self.workdir / f"worker-{self._runs:04d}", timeout=remaining,
+            request, workdir, timeout=remaining,
             triton_cache=self.triton_cache, cancel=self.cancel, server=self._fork_server(),
             on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
         )
@@ -230,7 +238,7 @@ class Evaluator:
         res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline, phase="correctness")
         return EvalResult(
             status=res.status, reason=res.reason, device=self.device, cases=res.cases,
-            environment=res.environment, seconds=res.seconds,
+            environment=res.environment, seconds=res.seconds, sandbox=res.sandbox,
         )
 
     def evaluate(self, candidate: str, incumbent: str | None = None, *, seed: int = 0, timeout: float | None = None) -> EvalResult:
@@ -304,5 +312,5 @@ class Evaluator:
             candidate_seconds=statistics.median(cand) if cand else None,
             incumbent_seconds=statistics.median(inc) if inc else None,
             launch_overhead_seconds=statistics.median(overheads) if overheads else None,
-            environment=env, seconds=seconds,
+            environment=env, seconds=seconds, sandbox=first.sandbox if first else None,
         )

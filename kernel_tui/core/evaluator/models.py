@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
 
 
@@ -20,6 +21,7 @@ class Status(str, Enum):
     policy_violation = "policy_violation"
     invalid_task = "invalid_task"
     cancelled = "cancelled"
+    sandbox_violation = "sandbox_violation"  # tried to reach outside the worker (files, network, processes)
 
 
 class _Frozen(BaseModel):
@@ -50,6 +52,7 @@ class WorkerRequest(_Frozen):
     block: int = 0
     enforce_policy: bool = True  # False: host-side torch calls are allowed (timing a torch reference)
     sys_path: list[str] = Field(default_factory=list)
+    sandbox: SandboxPlan | None = None  # None: the worker runs unconfined, and its result says so
 
 
 class CaseResult(_Frozen):
@@ -97,6 +100,7 @@ class WorkerResult(_Frozen):
     timing: TimingBlock | None = None
     environment: Environment | None = None
     seconds: dict[str, float] = Field(default_factory=dict)  # load, correctness, timing
+    sandbox: SandboxReport | None = None
 
 
 class EvalResult(_Frozen):
@@ -116,6 +120,7 @@ class EvalResult(_Frozen):
     environment: Environment | None = None
     policy_rule: str | None = None
     seconds: dict[str, float] = Field(default_factory=dict)
+    sandbox: SandboxReport | None = None  # what confined the first worker (and what was missing)
 
     @property
     def accepted(self) -> bool:

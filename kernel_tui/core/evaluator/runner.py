@@ -50,6 +50,9 @@ def worker_env(workdir: Path, device: str, triton_cache: Path) -> dict[str, str]
         TRITON_CACHE_DIR=str(triton_cache),
         PYTHONHASHSEED="0",
         PYTHONUNBUFFERED="1",
+        # scipy's BLAS would start threads at import; a worker must still be single-threaded when it
+        # enters its sandbox's user namespace
+        OPENBLAS_NUM_THREADS="1",
     )
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"

@@ -18,6 +18,7 @@ import time
 import traceback
 from pathlib import Path
 
+from kernel_tui.core.evaluator import sandbox
 from kernel_tui.core.evaluator.models import (
     CaseResult,
     Environment,
@@ -25,6 +26,7 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
+from kernel_tui.core.evaluator.sandbox import Guard, SandboxReport
 
 
 class _Progress:
@@ -44,7 +46,8 @@ def _environment(device: str):
     import torch
     import triton
 
-    name, l2, sms, vendor = platform.processor() or platform.machine(), None, None, "cpu"
+    # platform.machine(), not processor(): the latter runs `uname -p`, and workers start no programs
+    name, l2, sms, vendor = platform.machine(), None, None, "cpu"
     if device == "cuda":
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         name = props.name
@@ -90,7 +93,7 @@ def _seed(seed: int, shape_index: int) -> int:
     return seed * 7919 + shape_index * 104729
 
 
-def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
+def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | None = None) -> WorkerResult:
     from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, load_module
     from kernel_tui.core.task import TaskSpec
 
@@ -115,6 +118,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress) -> WorkerResult:
 
     cand_dir = workdir / "candidate"
     cand_file = str(cand_dir / "kt_candidate.py")
+    if guard is not None:
+        guard.arm(cand_file, str(workdir / "incumbent" / "kt_incumbent.py"))
     try:
         cand_module = load_module(req.candidate_source, cand_dir, "kt_candidate")
     except SyntaxError as exc:
@@ -227,15 +232,31 @@ def _write(path: Path, result: WorkerResult) -> None:
     os.replace(tmp, path)
 
 
+def _confine(req: WorkerRequest) -> tuple[SandboxReport, Guard | None]:
+    """Apply the sandbox before any task or candidate code is loaded."""
+    if req.sandbox is None:
+        return SandboxReport(missing=["the sandbox was switched off (KERNEL_TUI_SANDBOX=0)"]), None
+    report = sandbox.apply(req.sandbox)
+    guard = sandbox.Guard(req.sandbox)
+    guard.install()
+    return report, guard
+
+
 def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
     progress = _Progress(request_path.parent / "progress.jsonl")
     req = WorkerRequest.model_validate_json(request_path.read_text(encoding="utf-8"))
+    confined, guard = _confine(req)
     try:
-        result = run(req, request_path.parent, progress)
+        result = run(req, request_path.parent, progress, guard)
     except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently
         tail = traceback.format_exc().strip().splitlines()[-1]
         result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
+    tried = guard.violations if guard else []
+    update: dict = {"sandbox": confined.model_copy(update={"violations": tried})}
+    if tried:  # whatever else happened, and even if the candidate caught the refusal
+        update.update(status=Status.sandbox_violation, reason=guard.reason(), timing=None)
+    result = result.model_copy(update=update)
     _write(result_path, result)
     sys.stdout.flush()
     # A candidate's stray threads or a broken CUDA context must not keep the process alive.
@@ -261,7 +282,7 @@ def serve_forks() -> None:
     import torch  # noqa: F401 - the point of the server: pay these imports once
     import triton  # noqa: F401
 
-    from kernel_tui.core.evaluator import harness, recorder, timing  # noqa: F401
+    from kernel_tui.core.evaluator import harness, recorder, streams, timing  # noqa: F401
 
     print("ready", flush=True)
     children: set[int] = set()

@@ -1,0 +1,269 @@
+"""The OS sandbox around evaluation workers: the plan, each layer applied to a real process, and attacks
+that pass a switched-off static policy stopped and named end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from kernel_tui.core.evaluator import Evaluator, Status
+from kernel_tui.core.evaluator.runner import package_paths
+from kernel_tui.core.evaluator.sandbox import Guard, SandboxPlan, build_plan, for_worker, landlock_abi
+from kernel_tui.core.gate import GatePolicy
+from kernel_tui.core.task import load_task
+from tests.conftest import FIXTURES
+
+LANDLOCK = landlock_abi()
+SHORT_GATE = GatePolicy(min_blocks=2, max_blocks=2, confirm_blocks=0)
+BASELINE = (FIXTURES / "vector_add" / "baseline.py").read_text()
+
+
+def candidate(prelude: str, body: str) -> str:
+    """The vector_add baseline with `body` run at the start of every launch (policy off)."""
+    head = prelude + "\n" + BASELINE
+    return head.replace("    grid = (triton.cdiv", body + "    grid = (triton.cdiv", 1)
+
+
+# --- the plan ----------------------------------------------------------------------------------
+
+
+def test_plan_reads_what_python_needs_and_nothing_of_the_user(tmp_path):
+    plan = build_plan("cpu", tmp_path / "cache", package_paths())
+    assert any(p.startswith("/usr") for p in plan.read) and "/proc" in plan.read
+    assert os.path.realpath(sys.prefix) in plan.read
+    project = Path(__file__).resolve().parents[1]
+    assert str(project) not in plan.read and str(project / "kernel_tui") in plan.read  # not its workspaces
+    home = os.path.expanduser("~")
+    assert home not in plan.read and "/tmp" not in plan.read and "/etc" not in plan.read
+    assert plan.write == [str((tmp_path / "cache").resolve())] and plan.execute == []
+    assert plan.max_address_space and plan.max_processes > 0
+    worker = for_worker(plan, tmp_path / "worker-0001")
+    assert worker.write[0] == str((tmp_path / "worker-0001").resolve())
+
+
+def test_gpu_plan_may_run_the_compiler_triton_uses_and_no_shell(tmp_path):
+    plan = build_plan("cuda", tmp_path / "cache", package_paths())
+    names = {os.path.basename(p) for p in plan.execute}
+    assert "ptxas" in names, plan.execute
+    assert any("gcc" in n or "clang" in n or n == "cc" for n in names), plan.execute
+    shells = {os.path.realpath(s) for s in ("/bin/sh", "/bin/bash", "/usr/bin/env", "/usr/bin/python3") if os.path.exists(s)}
+    assert not shells & set(plan.execute)
+    assert plan.max_address_space is None  # CUDA reserves more address space than it uses
+
+
+# --- each layer, applied to a real process -----------------------------------------------------
+
+PROBE = r"""
+import json, os, socket, subprocess, sys, threading
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, apply
+plan = SandboxPlan.model_validate_json(sys.argv[1])
+report = apply(plan)
+out = {"report": report.model_dump()}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "allowed"
+    except (OSError, RuntimeError) as exc:
+        out[name] = type(exc).__name__
+work, secret, outside = sys.argv[2], sys.argv[3], sys.argv[4]
+attempt("write_inside", lambda: open(os.path.join(work, "ok"), "w").write("x"))
+attempt("write_outside", lambda: open(outside, "w").write("x"))
+attempt("read_secret", lambda: open(secret).read())
+attempt("exec_shell", lambda: subprocess.run(["/bin/sh", "-c", "true"], check=True))
+attempt("socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+attempt("unix_socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+attempt("signal_parent", lambda: os.kill(os.getppid(), 0))
+def threads():
+    started = []
+    stop = threading.Event()
+    try:
+        for _ in range(200):
+            t = threading.Thread(target=stop.wait)
+            t.start()
+            started.append(t)
+    finally:
+        stop.set()
+        out["threads_started"] = len(started)
+attempt("many_threads", threads)
+def fork():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+attempt("fork", fork)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def probe(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("key")
+    plan = for_worker(build_plan("cpu", tmp_path / "cache", package_paths()), work)
+    plan = plan.model_copy(update={"max_processes": 64})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(package_paths())}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, plan.model_dump_json(), str(work), str(secret), str(tmp_path / "outside")],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout), tmp_path
+
+
+def test_a_sandboxed_process_keeps_to_its_folder(probe):
+    result, tmp_path = probe
+    report = result["report"]
+    assert result["write_inside"] == "allowed"
+    if LANDLOCK:
+        assert any("Landlock" in a for a in report["active"]), report
+        assert result["write_outside"] == "PermissionError" and not (tmp_path / "outside").exists()
+        assert result["read_secret"] == "PermissionError"
+        assert result["exec_shell"] == "PermissionError"
+    else:  # never silently weaker: the report names what is missing
+        assert any("Landlock" in m for m in report["missing"]), report
+
+
+def test_a_sandboxed_process_has_no_network_and_cannot_signal_out(probe):
+    result, _ = probe
+    report = result["report"]
+    assert any(a.startswith("no sockets") for a in report["active"]), report
+    assert result["socket"] == "PermissionError" and result["unix_socket"] == "PermissionError"
+    if LANDLOCK >= 6:
+        assert result["signal_parent"] == "PermissionError"
+    else:
+        assert any("signals" in m for m in report["missing"]), report
+
+
+def test_a_sandboxed_process_on_the_cpu_starts_threads_but_no_processes(probe):
+    result, _ = probe
+    report = result["report"]
+    assert any(a.startswith("limits (") and "file size" in a and "memory" in a for a in report["active"]), report
+    assert "no sockets, no new processes (seccomp)" in report["active"], report
+    assert result["fork"] == "PermissionError"
+    if os.geteuid() == 0:  # the kernel exempts root from the process limit; seccomp bounds it instead
+        assert result["many_threads"] == "allowed" and result["threads_started"] == 200
+    else:
+        assert result["many_threads"] == "RuntimeError" and result["threads_started"] < 64
+
+
+# --- naming what was tried ---------------------------------------------------------------------
+
+
+def test_guard_names_each_kind_of_attempt(tmp_path):
+    plan = SandboxPlan(read=["/usr"], write=[str(tmp_path)], execute=["/usr/bin/gcc-like"])
+    guard = Guard(plan)
+    guard._hook("os.mkdir", ("/tmp/before", 0o777, -1))  # before candidate code is loaded: trusted code only
+    guard.arm(__file__)  # this test stands for the candidate
+    guard._hook("open", (str(tmp_path / "fine"), "w", 0))
+    guard._hook("open", ("/usr/lib/os.py", "r", 0))
+    assert guard.violations == []
+    guard._hook("open", ("/etc/shadow", "r", 0))
+    guard._hook("open", ("/tmp/elsewhere", None, os.O_WRONLY | os.O_CREAT))
+    guard._hook("os.mkdir", ("/tmp/newdir", 0o777, -1))
+    guard._hook("socket.__new__", (None, 2, 1, 0))
+    guard._hook("subprocess.Popen", ("/bin/sh", ["/bin/sh"], None, None))
+    guard._hook("os.kill", (1, 9))
+    guard._hook("ctypes.dlopen", ("libc.so.6",))
+    rules = [v.split(":")[0] for v in guard.violations]
+    assert rules == ["sandbox-read", "sandbox-write", "sandbox-write", "sandbox-network", "sandbox-exec",
+                     "sandbox-signal", "sandbox-native"]
+    assert guard.reason().startswith("sandbox-read: read of /etc/shadow") and "(+6 more)" in guard.reason()
+
+
+def test_a_library_probing_for_a_file_is_not_named_but_the_candidate_is(tmp_path):
+    guard = Guard(SandboxPlan(read=["/usr"]))
+    guard.arm("/work/candidate/kt_candidate.py")  # not this file: the read below is a library's
+    guard._hook("open", ("/home/user/project/pkg.egg-info/entry_points.txt", "r", 0))
+    assert guard.violations == []
+    guard.files.add(__file__)
+    guard._hook("open", ("/home/user/.ssh/id_ed25519", "r", 0))
+    assert guard.violations and guard.violations[0].startswith("sandbox-read")
+
+
+def test_a_symlink_out_of_the_folder_is_judged_by_its_target(tmp_path):
+    inside = tmp_path / "work"
+    inside.mkdir()
+    (inside / "link").symlink_to("/etc")
+    guard = Guard(SandboxPlan(write=[str(inside)]))
+    guard.arm()
+    guard._hook("open", (str(inside / "link" / "passwd"), "a", 0))
+    assert guard.violations and guard.violations[0].startswith("sandbox-write")
+
+
+# --- end to end, with the static policy switched off ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unchecked(tmp_path_factory):
+    """An evaluator with the static policy off: only the sandbox stands between a candidate and the host."""
+    task = load_task(FIXTURES / "vector_add")
+    ev = Evaluator(task, device="cpu", enforce_policy=False, policy=SHORT_GATE,
+                   workdir=tmp_path_factory.mktemp("unchecked"), timeout=120)
+    yield ev
+    ev.close()
+
+
+def test_writing_outside_is_stopped_and_named(unchecked, tmp_path):
+    target = tmp_path / "escaped"
+    result = unchecked.evaluate(candidate("import os", f"    os.makedirs({str(target)!r}, exist_ok=True)\n"))
+    assert result.status is Status.sandbox_violation and result.reason.startswith("sandbox-write"), result.reason
+    assert str(target) in result.reason and not result.accepted
+    if LANDLOCK:
+        assert not target.exists()
+
+
+def test_a_socket_is_stopped_and_named(unchecked):
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    accepted = []
+
+    def serve():
+        try:
+            accepted.append(server.accept())
+        except OSError:
+            pass
+
+    listener = threading.Thread(target=serve)
+    listener.start()
+    body = (f"    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=1).sendall(b'secret')\n"
+            "    except OSError:\n        pass\n")
+    result = unchecked.evaluate(candidate("import socket", body))
+    listener.join()
+    server.close()
+    assert result.status is Status.sandbox_violation and result.reason.startswith("sandbox-network"), result.reason
+    assert accepted == []
+
+
+def test_a_shell_is_stopped_and_named_and_the_evaluator_keeps_serving(unchecked, tmp_path):
+    target = tmp_path / "from-shell"
+    body = f"    subprocess.run(['/bin/sh', '-c', 'touch {target}'])\n"
+    result = unchecked.evaluate(candidate("import subprocess", body))
+    assert result.status is Status.sandbox_violation and result.reason.startswith("sandbox-exec"), result.reason
+    assert not target.exists()
+    ok = unchecked.evaluate(BASELINE)
+    assert ok.status is Status.ok, ok.reason
+    assert ok.sandbox is not None and ok.sandbox.violations == []
+    assert ok.sandbox.active and (ok.sandbox.complete or LANDLOCK < 6)
+
+
+def test_switching_the_sandbox_off_is_said_in_the_result(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_TUI_SANDBOX", "0")
+    task = load_task(FIXTURES / "vector_add")
+    ev = Evaluator(task, device="cpu", workdir=tmp_path / "off", timeout=120)
+    try:
+        result = ev.check(task.baseline_source)
+    finally:
+        ev.close()
+    assert result.status is Status.ok, result.reason
+    assert result.sandbox is not None and not result.sandbox.active
+    assert "switched off" in result.sandbox.summary()
