@@ -3,6 +3,11 @@
 The rules keep a candidate honest: the work must be done by Triton kernels, and host code may only
 allocate, compute launch grids and launch. Every rejection names its rule so a person (or the agent)
 knows exactly what to change. The evaluator adds a dynamic check of host-side torch ops on top.
+
+Candidates are untrusted code, and allowed modules lead to os and sys through their attributes (typing.sys,
+triton.runtime...), so every dotted path through an allowed module must be on an allow-list (see
+policy_allowlist.py), a module may only be named as the base of such a path, never held as a value, and
+frame/code attributes are refused wherever they appear.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
+from kernel_tui.core import policy_allowlist as allow
 from kernel_tui.core.astutil import dotted_name
 
 ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"}
@@ -41,6 +47,41 @@ TENSOR_COMPUTE_METHODS = {
     "float", "half", "to", "contiguous", "fill_", "zero_", "neg", "sqrt", "rsqrt", "pow", "abs",
     "cumsum", "prod", "norm", "index_copy_", "scatter_", "gather", "masked_fill_", "cpu", "cuda",
     "numpy", "tolist", "item", "amax", "amin", "argmax", "var", "std", "where", "lerp", "sort",
+}
+# Modules a candidate may name and go through (`tl.load`), never hold as a value: a module object in a
+# variable would let attribute chains escape the path check below.
+MODULE_PATHS = {"torch", "torch.cuda", "triton", "triton.language", "triton.language.math", "math", "typing",
+                "functools", "__future__"}
+# Every dotted path a candidate may reach through an allowed module; anything longer or elsewhere is rejected
+# (submodules such as triton.runtime.cache or typing itself expose os, sys and subprocess).
+ALLOWED_PATHS = frozenset(
+    MODULE_PATHS
+    | {f"torch.{n}" for n in TORCH_HOST_ALLOWED}
+    | {f"torch.cuda.{n}" for n in TORCH_CUDA_ALLOWED}
+    | {f"triton.{n}" for n in allow.TRITON_NAMES}
+    | {f"triton.language.{n}" for n in allow.TRITON_LANGUAGE_NAMES + allow.TRITON_LANGUAGE_OLDER_NAMES}
+    | {f"triton.language.math.{n}" for n in allow.TRITON_LANGUAGE_MATH_NAMES}
+    | {f"math.{n}" for n in allow.MATH_NAMES}
+    | {f"typing.{n}" for n in allow.TYPING_NAMES}
+    | {f"functools.{n}" for n in allow.FUNCTOOLS_NAMES}
+    | {f"__future__.{n}" for n in allow.FUTURE_NAMES}
+)
+# Frame, generator, coroutine and traceback links reach any caller's globals without a single dunder.
+INTROSPECTION_ATTRS = {
+    "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "gi_code", "gi_yieldfrom",
+    "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next",
+    "func_globals",
+}
+# For messages: what each module is there for.
+_EXAMPLES = {
+    "triton": "triton.jit, triton.cdiv, triton.autotune, triton.Config",
+    "triton.language": "tl.load, tl.arange, tl.sum",
+    "triton.language.math": "tl.math.exp",
+    "torch": "torch.empty, torch.float16",
+    "torch.cuda": "torch.cuda.get_device_properties",
+    "typing": "typing.Optional",
+    "math": "math.ceil",
+    "functools": "functools.partial",
 }
 TIMER_MODULES = {"time", "timeit"}
 SIDE_STREAM_NAMES = {"Stream", "stream", "ExternalStream", "StreamContext", "set_stream"}
@@ -74,6 +115,10 @@ class PolicyReport(BaseModel):
         )
 
 
+def _introspects(attr: str) -> bool:
+    return attr in INTROSPECTION_ATTRS or attr.startswith("co_")
+
+
 def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
     target = dec.func if isinstance(dec, ast.Call) else dec
     name = dotted_name(target)
@@ -87,7 +132,7 @@ def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
 class _Checker(ast.NodeVisitor):
     def __init__(self, tensor_params: set[str]) -> None:
         self.violations: list[Violation] = []
-        self.aliases: dict[str, str] = {}  # local name -> module path
+        self.aliases: dict[str, str] = {}  # local name -> the dotted path it was imported as
         self.tensor_params = tensor_params
         self.kernel_depth = 0
 
@@ -145,36 +190,92 @@ class _Checker(ast.NodeVisitor):
         return f"{base}.{rest}" if rest else base
 
     def _check_attr_path(self, full: str, node: ast.AST) -> None:
+        """Judge a dotted path through an allowed module against the allow-list."""
         parts = full.split(".")
-        if parts[0] == "torch" and len(parts) > 1 and self.kernel_depth == 0:
-            if parts[1] == "cuda" and len(parts) > 2:
-                if parts[2] in SIDE_STREAM_NAMES:
-                    self.add("side-stream", node, f"{full}: kernels run on the evaluator's stream")
-                elif parts[2] in TIMER_NAMES:
-                    self.add("timer-access", node, f"{full}: timing belongs to the evaluator")
-                elif parts[2] not in TORCH_CUDA_ALLOWED:
-                    self.add("torch-compute", node, f"{full} is not allowed in host code")
-            elif parts[1] == "cuda":
-                pass
-            elif parts[1] not in TORCH_HOST_ALLOWED:
-                self.add("torch-compute", node, f"{full}: host code may only allocate; do the work in a Triton kernel")
-        if parts[0] == "triton" and len(parts) > 1 and parts[1] == "testing":
+        if parts[:2] == ["triton", "testing"]:
             self.add("timer-access", node, f"{full}: triton.testing is the evaluator's business")
+            return
+        if parts[:2] == ["torch", "cuda"] and len(parts) > 2:
+            if parts[2] in SIDE_STREAM_NAMES:
+                self.add("side-stream", node, f"{full}: kernels run on the evaluator's stream")
+                return
+            if parts[2] in TIMER_NAMES:
+                self.add("timer-access", node, f"{full}: timing belongs to the evaluator")
+                return
+        if full in ALLOWED_PATHS:
+            return
+        depth = next(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) not in ALLOWED_PATHS)
+        parent = ".".join(parts[:depth - 1])
+        if parent == "torch.cuda" and self.kernel_depth == 0:
+            self.add("torch-compute", node, f"{full} is not allowed in host code")
+        elif parent == "torch" and self.kernel_depth == 0:
+            self.add("torch-compute", node, f"{full}: host code may only allocate; do the work in a Triton kernel")
+        elif parent in MODULE_PATHS:
+            self.add("attribute-not-allowed", node, f"{full}: {parts[depth - 1]!r} is not on the allow-list of "
+                     f"{parent}; use its public API ({_EXAMPLES.get(parent, parent + '.<name>')}) and nothing else")
+        else:
+            self.add("attribute-not-allowed", node, f"{full}: use {parent} itself; nothing may be reached through it")
+
+    def _check_attr_name(self, node: ast.Attribute) -> bool:
+        """Dunder and introspection attributes, wherever they appear; True when one was reported."""
+        if _introspects(node.attr):
+            inner = node.value
+            while isinstance(inner, ast.Attribute):  # report a chain of them once, at its first link
+                if _introspects(inner.attr):
+                    return True
+                inner = inner.value
+        return self._check_attr_string(node.attr, node)
+
+    def _check_attr_string(self, attr: str, node: ast.AST) -> bool:
+        if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS:
+            self.add("dunder-access", node, f"attribute {attr!r}")
+            return True
+        if _introspects(attr):
+            self.add("introspection", node, f"attribute {attr!r} reaches frames or code objects (any module's "
+                     "globals); keep to your own variables")
+            return True
+        return False
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        # `case object(gi_frame=f)` reads attributes without an Attribute node
+        for attr in node.kwd_attrs:
+            self._check_attr_string(attr, node)
+        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
-            self.add("dunder-access", node, f"attribute {node.attr!r}")
+        flagged = self._check_attr_name(node)
         full = self._resolve(node)
-        if full is not None and isinstance(node.ctx, ast.Load):
+        if full is None:
+            self.generic_visit(node)
+            return
+        # The dotted path through a module is judged as a whole; its inner links are not visited again.
+        inner = node.value
+        while isinstance(inner, ast.Attribute):
+            flagged = self._check_attr_name(inner) or flagged
+            inner = inner.value
+        if not isinstance(node.ctx, ast.Load):
+            self.add("monkeypatch", node, f"assigning to {dotted_name(node)}: modules are not the candidate's "
+                     "to patch")
+        elif flagged:
+            pass
+        elif full in MODULE_PATHS:
+            self.add("module-alias", node, f"{dotted_name(node)} is the module {full}: use it only as the base of "
+                     f"an attribute ({dotted_name(node)}.name), never as a value")
+        else:
             self._check_attr_path(full, node)
-            return  # the dotted path was judged as a whole
-        self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_BUILTINS:
             self.add("forbidden-builtin", node, f"{node.id!r} is not allowed")
         elif node.id.startswith("__") and node.id.endswith("__") and node.id not in ALLOWED_DUNDERS:
             self.add("dunder-access", node, f"name {node.id!r}")
+        elif self.aliases.get(node.id) in MODULE_PATHS:
+            if isinstance(node.ctx, ast.Load):
+                self.add("module-alias", node, f"{node.id} is the module {self.aliases[node.id]}: use it only as "
+                         f"the base of an attribute ({node.id}.name), never as a value")
+            else:
+                self.add("module-alias", node, f"rebinding {node.id}, the module {self.aliases[node.id]}: "
+                         "pick another name")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and "reference.py" in node.value:
@@ -190,8 +291,8 @@ class _Checker(ast.NodeVisitor):
             root = target
             while isinstance(root, ast.Attribute):
                 root = root.value
-            # Modules, and the tensors the evaluator hands in, are not the candidate's to patch.
-            if isinstance(root, ast.Name) and (root.id in self.aliases or root.id in self.tensor_params):
+            # The tensors the evaluator hands in are not the candidate's to patch (modules: visit_Attribute).
+            if isinstance(root, ast.Name) and root.id in self.tensor_params:
                 self.add("monkeypatch", node, f"assigning to {dotted_name(target) or 'an attribute'}")
         if isinstance(target, ast.Subscript) and self.kernel_depth == 0:
             base = target.value
@@ -238,6 +339,10 @@ class _Checker(ast.NodeVisitor):
         jit = any(_is_jit_decorator(d, self.aliases) for d in node.decorator_list)
         for d in node.decorator_list:
             self.visit(d)
+        # defaults and annotations are evaluated where the function is defined, so they are host code
+        self.visit(node.args)
+        if node.returns is not None:
+            self.visit(node.returns)
         self.kernel_depth += jit
         for stmt in node.body:
             self.visit(stmt)
