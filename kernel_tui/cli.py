@@ -1,13 +1,14 @@
 """Command line: eval, compare, check-task.
 
 Exit codes: 0 the command ran and the candidate is ok, 1 the candidate (or task) failed a check,
-2 bad input (one line on stderr, never a traceback).
+2 bad input (one line on stderr, never a traceback), 141 the reader of stdout went away (`| head`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -16,6 +17,7 @@ from kernel_tui.core.errors import CandidateError, KernelTuiError
 from kernel_tui.format import duration, percent
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process that SIGPIPE ended
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,10 +38,12 @@ def _read_candidate(path: str) -> str:
 
 
 def _evaluator(args, task):
+    from kernel_tui.core import environment
     from kernel_tui.core.evaluator import Evaluator
 
+    device = environment.resolve(args.device)  # after the cheap checks: it costs a torch import in a child
     try:
-        return Evaluator(task, device=args.device, on_progress=_progress if not args.json else None,
+        return Evaluator(task, device=device, on_progress=_progress if not args.json else None,
                          enforce_policy=not getattr(args, "no_policy", False))
     except ValueError as exc:
         raise KernelTuiError(str(exc)) from None
@@ -140,20 +144,28 @@ def cmd_check_task(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from kernel_tui import headless
+
     if args.max_steps is not None and args.max_steps < 1:
         raise KernelTuiError("--max-steps must be at least 1")
+    if args.headless and not args.target:
+        raise KernelTuiError("--headless needs a task directory or a workspace")
+    # Bad input is refused here, as one line: before a workspace is created (a half-made one would show in
+    # the picker) and before the screen opens (it would draw a dead dashboard and wait for a key).
+    target = Path(args.target) if args.target else None
+    workspace = Path(args.workspace) if args.workspace else None
+    candidates = Path(args.candidates) if args.candidates else None
+    resumed = headless.check_target(target, workspace) if target is not None else None
+    headless.check_proposer(args.proposer, candidates, resumed)
+    if args.device == "cuda":  # auto is resolved by the run itself, so the screen opens without waiting on it
+        from kernel_tui.core import environment
+
+        environment.resolve("cuda")
     if not args.headless:
         from kernel_tui.tui.app import run_tui
 
-        return run_tui(
-            Path(args.target) if args.target else None, device=args.device, proposer=args.proposer,
-            candidates=Path(args.candidates) if args.candidates else None, max_steps=args.max_steps,
-            workspace=Path(args.workspace) if args.workspace else None,
-        )
-    if not args.target:
-        raise KernelTuiError("--headless needs a task directory or a workspace")
-    from kernel_tui import headless
-
+        return run_tui(target, device=args.device, proposer=args.proposer, candidates=candidates,
+                       max_steps=args.max_steps, workspace=workspace)
     return headless.run(args)
 
 
@@ -221,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", required=True)
     p.add_argument("--incumbent")
     device(p)
-    p.set_defaults(func=cmd_eval)
+    p.set_defaults(func=cmd_eval, evaluates=True)
 
     p = sub.add_parser("compare", help="independent re-test of incumbent vs candidate in fresh processes")
     p.add_argument("--task", required=True)
@@ -231,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-policy", action="store_true",
                    help="time a reference implementation (e.g. torch.add) the same way: no static or host-op policy")
     device(p)
-    p.set_defaults(func=cmd_compare)
+    p.set_defaults(func=cmd_compare, evaluates=True)
 
     p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace")
     p.add_argument("target", nargs="?", help="a task directory or an existing workspace (none: pick one)")
@@ -241,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, help="rounds in this workspace's budget")
     p.add_argument("--workspace", help="where to create the workspace (default workspaces/<task>-<time>)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, evaluates=True)
 
     p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")
     p.add_argument("workspace")
@@ -263,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness")
     p.add_argument("task")
     device(p)
-    p.set_defaults(func=cmd_check_task)
+    p.set_defaults(func=cmd_check_task, evaluates=True)
     return parser
 
 
@@ -271,6 +283,20 @@ COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-tas
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit
+    except BrokenPipeError:
+        # the usual recipe: output nobody reads is dropped, and the exit flush has nowhere to fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in COMMANDS and not argv[0].startswith("-"):
@@ -282,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     try:
+        if getattr(args, "evaluates", False):
+            from kernel_tui.core import environment
+
+            environment.check(args.device)  # milliseconds; a missing torch or triton is named before any work
         return args.func(args)
     except KernelTuiError as exc:
         print(f"kernel-tui: error: {exc}", file=sys.stderr)

@@ -24,6 +24,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from kernel_tui.core.errors import KernelTuiError
 
 ENV_PREFIX = "KERNEL_AGENT_"
+NOT_CONFIGURED = ("no model configured: set KERNEL_AGENT_MODEL (and KERNEL_AGENT_API_KEY) in the environment or in "
+                  "~/.config/kernel-tui/agent.env, or use --proposer search")
 DEFAULT_EXTRA_BODY: dict[str, Any] = {"parallel_tool_calls": False}
 
 
@@ -98,6 +100,12 @@ class AgentSettings(BaseSettings):
     def is_configured(self) -> bool:
         """A model is named; the key may be absent (local servers need none)."""
         return bool(self.model)
+
+    def require_model(self) -> AgentSettings:
+        """These settings, if they name a model; else the one line that says how to name one."""
+        if not self.is_configured:
+            raise KernelTuiError(NOT_CONFIGURED)
+        return self
 
     @property
     def secret(self) -> str:

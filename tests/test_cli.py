@@ -1,18 +1,30 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 
+from kernel_tui import cli
+from kernel_tui.core.evaluator import evaluator as evaluator_module
 from tests.conftest import FIXTURE_NAMES, FIXTURES, ROOT
 
 
-def kt(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kernel_tui", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
-    )
+def kt(*args: str, timeout: float = 600, cwd=ROOT, env=None) -> subprocess.CompletedProcess:
+    # stdin is no terminal: a screen that opened on bad input would wait for a key until the timeout
+    return subprocess.run([sys.executable, "-m", "kernel_tui", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+
+
+def one_line_exit_2(out: subprocess.CompletedProcess, needle: str) -> None:
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], out.stderr
 
 
 @pytest.mark.parametrize("name", FIXTURE_NAMES)
@@ -113,3 +125,134 @@ def test_compare_no_policy_times_a_torch_reference_the_same_way():
                "--runs", "1", "--device", "cpu", "--json", "--no-policy")
     result = json.loads(timed.stdout)
     assert timed.returncode == 0 and result["status"] == "ok" and result["speedup"] > 0
+
+
+# --- bad input is refused up front, before any worker, workspace or screen ------------------------------------
+@pytest.fixture
+def no_worker(monkeypatch):
+    """Bad input must be refused before anything asks torch (in a child) or starts the screen."""
+    def fail(*a, **k):
+        raise AssertionError("got past the up-front checks")
+
+    monkeypatch.setattr(evaluator_module, "cuda_available", fail)
+    monkeypatch.setattr("kernel_tui.tui.app.run_tui", fail)
+
+
+def run_main(capsys, *argv: str) -> tuple[int, list[str]]:
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    assert out.out == "" and "Traceback" not in out.err
+    return code, out.err.strip().splitlines()
+
+
+@pytest.mark.parametrize("missing, device, fix", [
+    ("torch", "auto", "pip install torch"),
+    ("triton", "cuda", "pip install '?triton"),  # quoted where torch pins its triton
+    ("numpy", "cpu", "pip install numpy"),
+])
+@pytest.mark.parametrize("command", ["eval", "compare", "check-task", "run"])
+def test_a_missing_package_is_named_up_front(monkeypatch, capsys, tmp_path, no_worker, missing, device, fix, command):
+    monkeypatch.setitem(sys.modules, missing, None)  # what find_spec then reports: not installed
+    d = FIXTURES / "vector_add"
+    argv = {
+        "eval": ["eval", "--task", str(d), "--candidate", str(d / "baseline.py")],
+        "compare": ["compare", "--task", str(d), "--incumbent", str(d / "baseline.py"), "--candidate", str(d / "baseline.py")],
+        "check-task": ["check-task", str(d)],
+        "run": ["run", str(d), "--headless", "--workspace", str(tmp_path / "ws")],
+    }[command]
+    t0 = time.perf_counter()
+    code, lines = run_main(capsys, *argv, "--device", device)
+    assert time.perf_counter() - t0 < 1.0
+    assert code == 2 and len(lines) == 1
+    assert f"{missing} is not installed" in lines[0] and re.search(fix, lines[0])
+    assert not (tmp_path / "ws").exists()
+
+
+def test_device_cuda_without_a_gpu_is_bad_input(monkeypatch, capsys, tmp_path):
+    asked = []
+    monkeypatch.setattr(evaluator_module, "cuda_available", lambda: asked.append(1) or False)
+    monkeypatch.setattr("kernel_tui.tui.app.run_tui", lambda *a, **k: pytest.fail("the screen opened"))
+    d = FIXTURES / "vector_add"
+    for argv in (["eval", "--task", str(d), "--candidate", str(d / "baseline.py")], ["check-task", str(d)],
+                 ["compare", "--task", str(d), "--incumbent", str(d / "baseline.py"), "--candidate", str(d / "baseline.py")],
+                 ["run", str(d), "--headless", "--workspace", str(tmp_path / "ws")],
+                 ["run", str(d), "--workspace", str(tmp_path / "ws")]):
+        code, lines = run_main(capsys, *argv, "--device", "cuda")
+        assert code == 2 and len(lines) == 1 and "--device cuda" in lines[0] and "no CUDA GPU" in lines[0], argv
+    assert len(asked) == 5
+    assert not (tmp_path / "ws").exists()
+
+
+def _workspace(path):
+    from kernel_tui.core.workspace import Workspace
+
+    return Workspace.create(FIXTURES / "vector_add", path=path)
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["history", "{ws}"], cli.EXIT_BROKEN_PIPE),
+    (["history", "{ws}", "--all", "--json"], cli.EXIT_BROKEN_PIPE),
+    (["check-task", str(FIXTURES / "vector_add"), "--help"], 0),  # argparse drops what it cannot write
+])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, argv, code):
+    ws = _workspace(tmp_path / "ws")
+    r, w = os.pipe()
+    os.close(r)  # `| head -1` that has already exited: every write to stdout fails with EPIPE
+    try:
+        out = subprocess.run([sys.executable, "-m", "kernel_tui", *(a.format(ws=ws.root) for a in argv)],
+                             stdout=w, stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    finally:
+        os.close(w)
+    assert out.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" at exit
+    assert out.returncode == code
+
+
+@pytest.mark.parametrize("target, needle", [
+    ("{tmp}/missing", "missing: no such directory"),
+    ("{tmp}", "neither a task directory"),
+    ("{tmp}/schema", "field correctness.atol"),
+])
+def test_the_screen_refuses_a_bad_target_before_it_opens(tmp_path, target, needle):
+    (tmp_path / "schema").mkdir()
+    data = json.loads((FIXTURES / "vector_add" / "task.json").read_text())
+    data["correctness"]["atol"] = "loose"
+    (tmp_path / "schema" / "task.json").write_text(json.dumps(data))
+    out = kt(target.format(tmp=tmp_path), timeout=60)
+    one_line_exit_2(out, needle)
+
+
+@pytest.mark.parametrize("headless", [False, True])
+def test_a_workspace_in_use_is_refused_before_the_screen_opens(tmp_path, headless):
+    ws = _workspace(tmp_path / "ws")
+    ws.lock()  # this process holds it, as another kernel-tui would
+    try:
+        out = kt("run", str(ws.root), *(["--headless"] if headless else []), timeout=60)
+    finally:
+        ws.unlock()
+    one_line_exit_2(out, "in use by another kernel-tui process")
+
+
+def _no_agent_env(tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_AGENT_") and k != "XDG_CONFIG_HOME"}
+    env["HOME"] = str(tmp_path / "home")  # no agent.env of the machine running the tests
+    env["PYTHONPATH"] = str(ROOT)  # this tree's kernel_tui, though the command runs elsewhere
+    return env
+
+
+@pytest.mark.parametrize("headless", [False, True])
+@pytest.mark.parametrize("proposer, needle", [
+    (["--proposer", "llm"], "no model configured"),
+    (["--proposer", "replay"], "--proposer replay needs --candidates DIR"),
+    (["--proposer", "replay", "--candidates", "nowhere"], "--candidates must be a directory"),
+])
+def test_an_unusable_proposer_is_refused_before_a_workspace_exists(tmp_path, headless, proposer, needle):
+    out = kt("run", str(FIXTURES / "vector_add"), *proposer, *(["--headless"] if headless else []),
+             cwd=tmp_path, env=_no_agent_env(tmp_path), timeout=60)
+    one_line_exit_2(out, needle)
+    assert not (tmp_path / "workspaces").exists()  # where the workspace would have been created
+
+
+def test_readme_opens_with_its_title_and_says_where_make_puts_the_command():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("# kernel-tui\n")
+    assert ".venv/bin/kernel-tui" in text and "source .venv/bin/activate" in text

@@ -500,7 +500,9 @@ def test_sim_published_rule_alone_accepts_far_more_often(aa: Sim):
 def test_sim_power_three_percent():
     sim = simulate(0.03, gates=600, seed=7)
     assert sim.accept_rate >= 0.95
-    assert np.mean(sim.blocks_timed) <= 8.0  # at most max_blocks + confirmation
+    # most gates decide before the last look: measured 6.5 blocks on average, where max_blocks + confirmation,
+    # the most the driver can time, is 8
+    assert np.mean(sim.blocks_timed) <= 7.0
 
 
 def test_sim_clearly_worse_candidate_is_rejected_fast():

@@ -8,29 +8,55 @@ import pytest
 from kernel_tui.core.errors import TaskError
 from kernel_tui.core.expressions import ExpressionError, evaluate
 from kernel_tui.core.task import load_spec, load_task
-from tests.conftest import COMPAT_TASK, FIXTURE_NAMES, FIXTURES
+from tests.conftest import FIXTURE_NAMES, FIXTURES, PUBLISHED_TASKS
 
 
-def test_published_schema_v2_task_loads_unchanged():
-    spec = load_spec(COMPAT_TASK)
+# What each published-format file must load as: nothing of it dropped, defaulted or reinterpreted.
+EXPECTED = {
+    "vector_mul": dict(name="vector-mul", dims=(2048, 512), dtype="float32", n=1048576, seeds=[5, 43], atol=1e-5,
+                       mean=0.5, std=2.0, warmup=8, samples=20, inner=4, timeout=150, rounds=6, patience=2,
+                       min_improvement=0.02, max_chars=40000, cost=(1048576.0, 12582912.0)),
+    "hello-gpu-vector_add": dict(name="vector-add", dims=(4096, 2048), dtype="float16", n=8388608, seeds=[17, 29],
+                                 atol=1e-3, mean=0.0, std=1.0, warmup=10, samples=25, inner=5, timeout=180,
+                                 rounds=4, patience=3, min_improvement=0.01, max_chars=50000,
+                                 cost=(8388608.0, 50331648.0)),
+}
+
+
+@pytest.mark.parametrize("which", sorted(PUBLISHED_TASKS))
+def test_published_schema_v2_task_loads_unchanged(which):
+    spec = load_spec(PUBLISHED_TASKS[which][0])
+    want = EXPECTED[which]
     assert spec.schema_version == 2
-    assert spec.name == "vector-add"
+    assert spec.name == want["name"] and spec.language == "triton" and spec.entrypoint == "launch"
     assert spec.launch_arguments == ["x", "y", "output", "n_elements"]
-    assert spec.tensor("n_elements").value == 8388608
-    assert spec.scalar_value(spec.tensor("n_elements"), spec.shape) == 4096 * 2048
-    assert spec.tensor_shape(spec.tensor("x"), spec.shape) == (4096, 2048)
-    assert spec.benchmark.inner_repeats == 5 and spec.benchmark.samples == 25
-    assert spec.optimization.min_improvement_fraction == 0.01
-    assert spec.cost_at(spec.shape) == (8388608.0, 50331648.0)
+    assert spec.input.distribution == "normal"
+    assert (spec.input.mean, spec.input.standard_deviation) == (want["mean"], want["std"])
+    assert spec.tensor("n_elements").value == want["n"]
+    assert spec.scalar_value(spec.tensor("n_elements"), spec.shape) == want["n"]
+    assert spec.tensor_shape(spec.tensor("x"), spec.shape) == want["dims"]
+    assert {t.dtype for t in spec.tensors if t.kind != "scalar"} == {want["dtype"]}
+    assert spec.correctness.seeds == want["seeds"]
+    assert spec.correctness.atol == spec.correctness.rtol == want["atol"]
+    b = spec.benchmark
+    assert (b.warmup, b.samples, b.inner_repeats, b.timeout_seconds) == (
+        want["warmup"], want["samples"], want["inner"], want["timeout"])
+    o = spec.optimization
+    assert (o.max_rounds, o.patience, o.min_improvement_fraction, o.max_source_chars) == (
+        want["rounds"], want["patience"], want["min_improvement"], want["max_chars"])
+    assert spec.cost_at(spec.shape) == want["cost"]
+    assert spec.cost_model.label
     assert spec.reference.self_check_passed is True
     # no extra shapes: the benchmark shape is the only correctness shape everywhere
     assert [c.name for c in spec.correctness_shapes("cuda")] == ["main"]
 
 
-def test_published_task_runs_with_our_sources(tmp_path):
-    shutil.copy(COMPAT_TASK, tmp_path / "task.json")
-    for f in ("reference.py", "baseline.py"):
-        shutil.copy(FIXTURES / "vector_add" / f, tmp_path / f)
+@pytest.mark.parametrize("which", sorted(PUBLISHED_TASKS))
+def test_published_task_runs_with_our_sources(tmp_path, which):
+    task_json, sources = PUBLISHED_TASKS[which]
+    shutil.copy(task_json, tmp_path / "task.json")
+    for f in ("reference.py", "baseline.py"):  # the published format names no baseline: baseline.py by default
+        shutil.copy(sources / f, tmp_path / f)
     task = load_task(tmp_path)
     assert task.spec.entrypoint == "launch"
     from kernel_tui.core.policy import check_source

@@ -1,0 +1,22 @@
+"""Triton baseline for vector-mul: one 1-D block of elements per program."""
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 512
+
+
+@triton.jit
+def mul_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, x * y, mask=mask)
+
+
+def launch(x: torch.Tensor, y: torch.Tensor, output: torch.Tensor, n_elements: int) -> None:
+    grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+    mul_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
