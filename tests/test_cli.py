@@ -256,3 +256,27 @@ def test_readme_opens_with_its_title_and_says_where_make_puts_the_command():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert text.startswith("# kernel-tui\n")
     assert ".venv/bin/kernel-tui" in text and "source .venv/bin/activate" in text
+
+
+def test_eval_and_check_task_leave_no_temporary_folder(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    d = FIXTURES / "vector_add"
+    assert kt("check-task", str(d), "--device", "cpu", env=env).returncode == 0
+    assert kt("eval", "--task", str(d), "--candidate", str(d / "baseline.py"), "--device", "cpu", env=env).returncode == 0
+    assert [p.name for p in temp.iterdir() if p.name.startswith("kernel-tui-eval-")] == []
+
+
+def test_an_evaluator_removes_only_the_folder_it_made(tmp_path):
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.task import load_task
+
+    task = load_task(FIXTURES / "vector_add")
+    own = Evaluator(task, device="cpu")
+    given = Evaluator(task, device="cpu", workdir=tmp_path / "given")
+    (tmp_path / "given").mkdir()
+    assert own.workdir.is_dir() and own.workdir.name.startswith("kernel-tui-eval-")
+    own.close()
+    given.close()
+    assert not own.workdir.exists() and (tmp_path / "given").is_dir()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,6 +121,8 @@ class Evaluator:
         self.device = resolve_device(device)
         # absolute: workers (forked ones too) change directory before they read their paths
         self.workdir = (Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))).resolve()
+        # a folder of our own making goes when the evaluator does (or at exit); a given one is the caller's
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.workdir, True) if workdir is None else None
         self.triton_cache = self.workdir / "triton-cache"
         self.enforce_policy = enforce_policy
         self.cancel = cancel or threading.Event()
@@ -153,10 +156,13 @@ class Evaluator:
             return self._server
 
     def close(self) -> None:
+        """Stop the fork server, and remove the working folder if this evaluator made it."""
         with self._server_lock:
             if self._server is not None:
                 self._server.close()
                 self._server = None
+        if self._cleanup is not None:
+            self._cleanup()
 
     # --- helpers --------------------------------------------------------------------------------
     def _emit(self, phase: str, k: int, n: int, block: int = 0) -> None:
