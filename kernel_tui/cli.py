@@ -170,7 +170,14 @@ def cmd_run(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from kernel_tui.core.history import accepted_versions, all_proposals
+    from kernel_tui.core.history import (
+        BASE_HEADING,
+        FIGURES_LEGEND,
+        GATE_HEADING,
+        accepted_versions,
+        all_proposals,
+        version_status,
+    )
     from kernel_tui.core.workspace import Workspace
 
     ws = Workspace.open(Path(args.workspace))
@@ -179,10 +186,11 @@ def cmd_history(args) -> int:
         print(json.dumps([v.model_dump() for v in versions]))
         return EXIT_OK
     print(("every proposal" if args.all else "accepted versions (newest first)") + f" — {ws.root}")
-    print(f"{'commit':8}  {'round':>5}  {'status':18}  {'latency':>10}  {'vs prev':>8}  {'vs base':>8}  proposer / change")
+    print(f"{'commit':8}  {'round':>5}  {'status':22}  {'latency':>10}  {GATE_HEADING:>12}  {BASE_HEADING:>12}  proposer / change")
     for v in versions:
-        print(f"{v.commit[:8]}  {v.round if v.round is not None else '-':>5}  {v.status:18}  {duration(v.latency):>10}  "
-              f"{percent(v.vs_previous):>8}  {percent(v.vs_baseline):>8}  {v.proposer}: {v.change}")
+        print(f"{v.commit[:8]}  {v.round if v.round is not None else '-':>5}  {version_status(v):22}  {duration(v.latency):>10}  "
+              f"{percent(v.vs_previous):>12}  {percent(v.vs_baseline):>12}  {v.proposer}: {v.change}")
+    print(FIGURES_LEGEND)
     return EXIT_OK
 
 
@@ -198,12 +206,25 @@ def cmd_restore(args) -> int:
             ws.repo.commit(args.rev)
         except (git.BadName, ValueError):
             raise KernelTuiError(f"{args.rev}: no such version in {ws.root}") from None
+        _warn_unmeasured(ws, args.rev, args.force)
         person = person_identity(args.name, args.email)
         commit = ws.restore(args.rev, person)
     finally:
         ws.unlock()
     print(f"best is now {commit.hexsha[:8]}: {commit.summary}")
     return EXIT_OK
+
+
+def _warn_unmeasured(ws, rev: str, force: bool) -> None:
+    """An unmeasured version would become the incumbent every later candidate is judged against."""
+    from kernel_tui.core.history import unmeasured, version_at
+
+    why = unmeasured(version_at(ws, rev))
+    if not why:
+        return
+    print(f"kernel-tui: warning: {rev}: {why}; as the incumbent it has no latency to compare against", file=sys.stderr)
+    if not force:
+        raise KernelTuiError(f"{rev}: not restored; pass --force to restore it anyway")
 
 
 def cmd_report(args) -> int:
@@ -266,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rev", help="a commit (short sha) or ref")
     p.add_argument("--name", help="your name for the restore commit (default: your git identity)")
     p.add_argument("--email")
+    p.add_argument("--force", action="store_true", help="restore a version that was never measured (a draft, a failure)")
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("report", help="write report.md and the plots of a workspace")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.format import duration
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this module before the screen opens
@@ -116,7 +117,7 @@ class _Printer:
         elif e.kind == "verdict" and e.line is not None:
             ln = e.line
             lat = f", {duration(ln.latency)}" if ln.latency else ""
-            print(f"  -> {'ACCEPTED' if ln.accepted else ln.status}{lat}: {ln.reason}", flush=True)
+            print(f"  -> {label(verdict_category(ln))}{lat}: {ln.reason}", flush=True)
         elif e.kind == "budget":
             print(f"  budget: {e.used}/{e.total} rounds used", flush=True)
 
@@ -151,7 +152,7 @@ def run(args) -> int:
         written = write_report(ws.root)
         print(f"report: {', '.join(str(p.relative_to(ws.root)) for p in written)}")
         s = summary
-        print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} (round {s.best_round}); "
+        print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} ({f'round {s.best_round}' if s.best_round is not None else 'the baseline'}); "
               f"final re-test S = {s.final_speedup:.3f}x, median paired improvement {s.final_median_paired_improvement:+.2%}"
               if s.final_speedup is not None else f"summary: {s.accepted} accepted of {s.rounds} rounds")
         return 0

@@ -168,7 +168,7 @@ def test_full_workspace_writes_report_and_three_pngs(tmp_path):
     assert "rows=4096, cols=2048" in md
     assert "5.033e+07 bytes" in md  # 3 * 4096 * 2048 * 2
     assert "NVIDIA H200" in md and "4000.0 GB/s" in md
-    assert "complete_with_warning" in md and "one accepted round lost its latency" in md
+    assert "complete, with warnings" in md and "one accepted round lost its latency" in md
     assert "patience exhausted" in md
     # attempts: numbers, CI, proposer, shortened reason, both verdicts
     assert "BLOCK_SIZE 1024 -> 4096" in md
@@ -176,7 +176,7 @@ def test_full_workspace_writes_report_and_three_pngs(tmp_path):
     assert "clearly slower after one block" in md
     assert "rule no-torch-compute: torch.add in host code line 12" in md
     assert "openai/gpt-x (gpt-x) [llm]" in md
-    assert "**accepted**" in md and "| rejected by gate |" in md and "| rejected by person |" in md
+    assert "**accepted**" in md and "| rejected by the gate |" in md and "| rejected by the person |" in md
     # % of roofline: 50331648 bytes / 40e-6 s / 4e12 B/s = 31.5%
     assert "31.5%" in md
     # final re-test and its spread
@@ -300,3 +300,13 @@ def test_report_module_never_imports_textual_or_pyplot_at_import():
             "print('textual' in sys.modules, 'matplotlib.pyplot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_no_raw_status_names_reach_the_report(tmp_path):
+    ws = make_workspace(tmp_path / "ws")
+    write_report(ws)
+    md = (ws / "report.md").read_text()
+    for raw in ("complete_with_warning", "policy_violation", "rejected_by_person", "ok, rejected", "| ok |"):
+        assert raw not in md, raw
+    assert "policy violation: 1" in md and "complete, with warnings" in md
+    assert "| 2 | num_warps 8 |" in md and "| rejected by the gate |" in md

@@ -274,7 +274,7 @@ def test_history_restore_adds_a_commit_on_best(tmp_path):
             await wait_until(pilot, lambda: screen.data is not None, 30, "history")
             assert [r.round for r in screen.shown] == [1, 0]  # lineage, newest first
             await pilot.press("v")  # every proposal
-            assert [r.status for r in screen.shown] == ["accepted", "rejected", "rejected_by_person", "incorrect"]
+            assert [r.status for r in screen.shown] == ["accepted", "rejected by the gate", "rejected by the person", "incorrect"]
             await pilot.press("s", "s")  # status filter: all -> accepted -> incorrect
             assert [r.status for r in screen.shown] == ["incorrect"]
             await pilot.press("v")  # back to the lineage; select the baseline, diff it against the best

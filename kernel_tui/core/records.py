@@ -73,10 +73,11 @@ class RunSummary(_Record):
     timing_label: str
     rounds: int
     accepted: int
-    statuses: dict[str, int]
+    statuses: dict[str, int]  # verdicts per category (kernel_tui.core.verdicts)
     baseline_commit: str
     best_commit: str
-    best_round: int | None
+    best_round: int | None  # None: the baseline
+    best_restored_from: str | None = None  # the best is a restore: the evaluated version it copies
     baseline_latency: float | None
     best_latency: float | None
     final_speedup: float | None

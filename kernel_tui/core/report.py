@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,18 @@ from kernel_tui.core.compare import Comparison
 from kernel_tui.core.errors import KernelTuiError, TaskError
 from kernel_tui.core.records import AgentStatus, Preflight, RunSummary, TrajectoryLine
 from kernel_tui.core.task import TaskSpec, load_spec
+from kernel_tui.core.verdicts import (
+    ACCEPTED,
+    REJECTED_BY_GATE,
+    REJECTED_BY_PERSON,
+    counts,
+    label,
+    run_status_label,
+    verdict_category,
+)
+
+if TYPE_CHECKING:
+    from kernel_tui.core.history import Version
 
 __all__ = [
     "FIGURES",
@@ -38,9 +50,7 @@ __all__ = [
 ]
 
 FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png")
-ACCEPTED, REJECTED = "accepted", "ok, rejected"
-FAILURE_ORDER = ("compile_error", "runtime_error", "incorrect", "timeout", "crashed", "policy_violation",
-                 "sandbox_violation", "invalid_task", "cancelled", "rejected_by_person")
+REJECTED = REJECTED_BY_GATE
 # What each record is, said when it is missing.
 RECORD_FILES = {
     "task.json": "the task spec (name, shape, cost model, threshold)",
@@ -76,6 +86,12 @@ class RunRecords:
     baseline_eval: dict[str, Any] | None = None
     missing: list[str] = field(default_factory=list)  # file names
     problems: list[str] = field(default_factory=list)  # "run_summary.json: ..." for unreadable files
+    best: Version | None = None  # the best version now, from git (None: no readable git history)
+
+    @property
+    def summary_best_is_current(self) -> bool:
+        """Whether run_summary.json (and the final re-test written with it) is about today's best."""
+        return self.summary is None or self.best is None or self.summary.best_commit == self.best.commit
 
     @property
     def task_name(self) -> str:
@@ -215,8 +231,22 @@ def load_records(workspace: Path) -> RunRecords:
         hardware=_dict(read("hardware.json"), "hardware.json", problems),
         preflight=_model(Preflight, read("preflight.json"), "preflight.json", problems),
         baseline_eval=_dict(read("baseline-evaluation.json"), "baseline-evaluation.json", problems),
-        missing=missing, problems=problems,
+        missing=missing, problems=problems, best=_current_best(ws, problems),
     )
+
+
+def _current_best(workspace: Path, problems: list[str]) -> Version | None:
+    """The best version as git has it now: accepts and restores made after run_summary.json count."""
+    from kernel_tui.core.history import current_best
+    from kernel_tui.core.workspace import Workspace
+
+    if not Workspace.is_workspace(workspace):
+        return None
+    try:
+        return current_best(Workspace.open(workspace))
+    except Exception as exc:  # a damaged repository is reported, and the summary used instead
+        problems.append(f"git history: unreadable ({type(exc).__name__}: {exc})")
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,19 +276,8 @@ def accepted_record(lines: Sequence[TrajectoryLine]) -> tuple[list[int], list[fl
     return rounds, values
 
 
-def category(line: TrajectoryLine) -> str:
-    if line.accepted:
-        return ACCEPTED
-    return REJECTED if line.status == "ok" else line.status
-
-
-def status_counts(lines: Sequence[TrajectoryLine]) -> dict[str, int]:
-    """Verdicts per category, accepted apart from ok-but-rejected; failures in a fixed order."""
-    counts: dict[str, int] = {}
-    for line in lines:
-        counts[category(line)] = counts.get(category(line), 0) + 1
-    order = [ACCEPTED, REJECTED, *FAILURE_ORDER]
-    return dict(sorted(counts.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
+category = verdict_category
+status_counts = counts
 
 
 def x_positions(lines: Sequence[TrajectoryLine]) -> list[float]:
@@ -413,24 +432,59 @@ def _section_environment(r: RunRecords) -> list[str]:
 def _section_status(r: RunRecords) -> list[str]:
     out = ["## Run status", ""]
     if r.agent is not None:
-        out.append(f"- Status: **{r.agent.status}** ({r.agent.time})")
+        out.append(f"- Status: **{run_status_label(r.agent.status)}** ({r.agent.time})")
         if r.agent.missing:
             out.append(f"- Missing: {_cell(r.agent.missing)}")
         out += [f"- Warning: {_cell(w)}" for w in r.agent.warnings]
     else:
         out.append("- Status: unknown (no agent-status.json)")
     s = r.summary
-    if s is not None:
-        out.append(f"- Rounds: {s.rounds}, accepted: {s.accepted}; stopped because: {_cell(s.stopped_because)}")
-        best = f"round {s.best_round}" if s.best_round is not None else "the baseline (nothing accepted)"
-        out.append(f"- Best version: {best}, commit `{s.best_commit[:12]}`, latency {format_latency(s.best_latency)}"
-                   f" (baseline {format_latency(s.baseline_latency)})")
-    else:
+    # Counts come from trajectory.jsonl and the best from git: both move after run_summary.json is written.
+    stopped = f"; stopped because: {_cell(s.stopped_because)}" if s is not None else ""
+    out.append(f"- Rounds: {len(r.lines)}, accepted: {sum(ln.accepted for ln in r.lines)}{stopped}")
+    out.append(f"- Best version: {_best_text(r)} (baseline {format_latency(r.baseline_latency()[0])})")
+    stale = _summary_staleness(r)
+    if stale:
+        out.append(f"- **run_summary.json is stale**: {stale}; the figures above are recomputed from "
+                   "trajectory.jsonl and git")
+    if s is None:
         out.append(f"- No run_summary.json; {len(r.lines)} verdict(s) in trajectory.jsonl")
-    counts = status_counts(r.lines)
-    if counts:
-        out.append("- Verdicts: " + ", ".join(f"{k}: {v}" for k, v in counts.items()))
+    by = status_counts(r.lines)
+    if by:
+        out.append("- Verdicts: " + ", ".join(f"{label(k)}: {v}" for k, v in by.items()))
     return out + [""]
+
+
+def _best_text(r: RunRecords) -> str:
+    """The best version now: which one, its commit, and its latency from its own recorded evaluation."""
+    b = r.best
+    if b is None:  # no git history to read: the summary is all there is
+        s = r.summary
+        if s is None:
+            return "unknown (no git history and no run summary)"
+        which = f"round {s.best_round}" if s.best_round is not None else "the baseline (nothing accepted)"
+        return f"{which}, commit `{s.best_commit[:12]}`, latency {format_latency(s.best_latency)}"
+    if b.restored_from:
+        origin = f"round {b.round}" if b.round else "the baseline"
+        return (f"{origin}, **restored** from `{b.restored_from[:12]}` as commit `{b.commit[:12]}`, latency "
+                f"{format_latency(b.latency)} (from {origin}'s recorded evaluation)")
+    if not b.round:
+        return f"the baseline (nothing accepted), commit `{b.commit[:12]}`, latency {format_latency(b.latency)}"
+    return (f"round {b.round}, commit `{b.commit[:12]}`, latency {format_latency(b.latency)} "
+            f"(from round {b.round}'s recorded evaluation)")
+
+
+def _summary_staleness(r: RunRecords) -> str:
+    """Why run_summary.json no longer describes the workspace, or "" when it still does."""
+    s = r.summary
+    if s is None:
+        return ""
+    why = []
+    if not r.summary_best_is_current:
+        why.append(f"written when the best was `{s.best_commit[:12]}`")
+    if s.rounds != len(r.lines):
+        why.append(f"written after {s.rounds} round(s), {len(r.lines)} judged now")
+    return "; ".join(why)
 
 
 def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str], cap: int = 60) -> list[str]:
@@ -444,17 +498,18 @@ def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str
         keep = {id(ln) for ln in r.lines if ln.accepted} | {id(ln) for ln in others[len(others) - cap:]}
         shown = [ln for ln in r.lines if id(ln) in keep]
     roof_head, roof_sep = (" % roofline |", "---|") if nbytes else ("", "")
-    out += [f"| round | change | proposer | status | verdict | latency | incumbent |{roof_head} "
-            f"improvement [CI] | p | reason |",
-            f"|---|---|---|---|---|---|---|{roof_sep}---|---|---|"]
+    out += ["`gate vs inc.` is the gate's paired estimate against the incumbent the round was judged against "
+            "(its latency in `incumbent latency`), not against today's best or the baseline.", "",
+            f"| round | change | proposer | verdict | latency | incumbent latency |{roof_head} "
+            f"gate vs inc. [CI] | p | reason |",
+            f"|---|---|---|---|---|---|{roof_sep}---|---|---|"]
     for ln in shown:
         prop = ln.proposer.name + (f" ({ln.proposer.model})" if ln.proposer.model else "") + f" [{ln.proposer.kind}]"
-        verdict = "**accepted**" if ln.accepted else "rejected by gate" if ln.status == "ok" else \
-            "rejected by person" if ln.status == "rejected_by_person" else "failed"
+        verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
         ci = f" [{_pct(ln.ci_low)}, {_pct(ln.ci_high)}]" if ln.ci_low is not None and ln.ci_high is not None else ""
         p = f"{ln.p_value:.3g}" if ln.p_value is not None else "—"
         roof_cell = f" {_roof_pct(ln.latency, nbytes, bw)} |" if nbytes else ""
-        out.append(f"| {ln.round} | {_cell(ln.change, 60)} | {_cell(prop, 40)} | {ln.status} | {verdict} | "
+        out.append(f"| {ln.round} | {_cell(ln.change, 60)} | {_cell(prop, 40)} | {verdict} | "
                    f"{format_latency(ln.latency)} | {format_latency(ln.incumbent_latency)} |{roof_cell} "
                    f"{_pct(ln.improvement)}{ci} | {p} | {_cell(ln.reason, 120)} |")
     if len(shown) < len(r.lines):
@@ -470,6 +525,8 @@ def _section_retest(r: RunRecords, roof: tuple[float | None, float | None, str])
     if r.summary is not None:
         out.append(f"Best version `{r.summary.best_commit[:12]}` against the baseline "
                    f"`{r.summary.baseline_commit[:12]}`, each run a fresh process.\n")
+    if not r.summary_best_is_current:
+        out.append(f"**Stale:** {_retest_staleness(r)}\n")
     out.append(f"- Status: {c.status.value}: {_cell(c.reason, 200)}")
     out.append(f"- Speedup **S = {c.speedup:.3f}×**" if c.speedup is not None else "- Speedup S: not measured")
     out.append("  (median of the baseline's per-run medians / median of the candidate's)")
@@ -496,8 +553,18 @@ def _section_retest(r: RunRecords, roof: tuple[float | None, float | None, str])
     return out + [""]
 
 
+def _retest_staleness(r: RunRecords) -> str:
+    s, b = r.summary, r.best
+    assert s is not None and b is not None
+    then = f"round {s.best_round}" if s.best_round is not None else "the baseline"
+    return (f"this re-test measured the best of its time, `{s.best_commit[:12]}` ({then}), not the current best "
+            f"`{b.commit[:12]}`; its figures do not describe the current best (run the final comparison again).")
+
+
 def _limits(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list[str]:
     notes = []
+    if not r.summary_best_is_current and r.comparison is not None:
+        notes.append(f"The final re-test is stale: {_retest_staleness(r)}")
     if r.interpreter:
         notes.append("**Timings are CPU-interpreter timings, NOT GPU timings.** No conclusion about GPU "
                      "performance can be drawn from this run.")
@@ -509,12 +576,12 @@ def _limits(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list
     if c is not None and c.speedup is not None and c.median_paired_improvement is not None \
             and (c.speedup > 1) != (c.median_paired_improvement > 0):
         notes.append("S and the median paired improvement disagree in direction: the difference is within noise.")
-    failed = [ln for ln in r.lines if ln.status not in ("ok", "rejected_by_person")]
+    failed = [ln for ln in r.lines if category(ln) not in (ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON)]
     if r.lines:
         by = status_counts(failed)
-        detail = f" ({', '.join(f'{k}: {v}' for k, v in by.items())})" if by else ""
+        detail = f" ({', '.join(f'{label(k)}: {v}' for k, v in by.items())})" if by else ""
         notes.append(f"{len(failed)} of {len(r.lines)} verdicts failed before or during evaluation{detail}.")
-    vetoed = sum(ln.status == "rejected_by_person" for ln in r.lines)
+    vetoed = sum(category(ln) == REJECTED_BY_PERSON for ln in r.lines)
     if vetoed:
         notes.append(f"{vetoed} candidate(s) were rejected by a person and never evaluated.")
     no_latency = [ln.round for ln in r.lines if ln.accepted and ln.latency is None]
@@ -529,7 +596,7 @@ def _limits(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list
     if c is None:
         notes.append("There is no final re-test: improvements are the gate's estimates only.")
     if r.agent is not None and r.agent.status != "complete":
-        notes.append(f"The run is marked **{r.agent.status}**.")
+        notes.append(f"The run is marked **{run_status_label(r.agent.status)}**.")
     if r.skipped_lines:
         notes.append(f"{len(r.skipped_lines)} corrupt line(s) of trajectory.jsonl were skipped.")
     if r.missing:
@@ -554,7 +621,7 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
             "![rounds overview](rounds_overview.png)", "",
             "Process timeline: every verdict at its wall time, by outcome.", "",
             "![process timeline](process_timeline.png)", "",
-            "Status breakdown: verdicts per outcome, accepted apart from ok-but-rejected.", "",
+            "Status breakdown: verdicts per outcome, accepted apart from rejected by the gate.", "",
             "![status breakdown](status_breakdown.png)", ""]
     out += [f"- figure problem: {_cell(n)}" for n in figure_notes]
     out += _section_attempts(r, roof) + _section_retest(r, roof) + _limits(r, roof)
@@ -690,10 +757,10 @@ def _plot_timeline(path: Path, r: RunRecords) -> None:
     room = _suptitle(fig, r, "process timeline (verdicts over wall time)")
     styles = {ACCEPTED: dict(marker="*", s=260, color="tab:green", edgecolors="black"),
               REJECTED: dict(marker="o", s=60, facecolors="none", edgecolors="dimgray", linewidths=1.5),
-              "rejected_by_person": dict(marker="s", s=50, color="#bcd4ec", edgecolors="steelblue")}
+              REJECTED_BY_PERSON: dict(marker="s", s=50, color="#bcd4ec", edgecolors="steelblue")}
     for cat in cats:
         pts = [t for t, ln in timed if category(ln) == cat]
-        ax.scatter(pts, [cats.index(cat)] * len(pts), zorder=3, label=cat,
+        ax.scatter(pts, [cats.index(cat)] * len(pts), zorder=3, label=label(cat),
                    **styles.get(cat, dict(marker="X", s=60, color="firebrick")))
     times = [t for t, _ in timed]
     span = (max(times) - min(times)).total_seconds()
@@ -707,7 +774,7 @@ def _plot_timeline(path: Path, r: RunRecords) -> None:
     if span < 60:
         pad = (60 - span) / 2 / 86400
         ax.set_xlim(mdates.date2num(min(times)) - pad, mdates.date2num(max(times)) + pad)
-    ax.set_yticks(range(len(cats)), cats)
+    ax.set_yticks(range(len(cats)), [label(c) for c in cats])
     ax.set_ylim(-0.7, len(cats) - 0.3)
     ax.invert_yaxis()
     locator = mdates.AutoDateLocator()
@@ -724,26 +791,26 @@ def _plot_timeline(path: Path, r: RunRecords) -> None:
 
 BAR_STYLES = {ACCEPTED: dict(color="#9fd89f", edgecolor="black", hatch="///"),
               REJECTED: dict(color="lightgray", edgecolor="dimgray"),
-              "rejected_by_person": dict(color="#bcd4ec", edgecolor="steelblue", hatch="..")}
+              REJECTED_BY_PERSON: dict(color="#bcd4ec", edgecolor="steelblue", hatch="..")}
 
 
 def _plot_statuses(path: Path, r: RunRecords) -> None:
     from matplotlib.ticker import MaxNLocator
 
     plt = _pyplot()
-    counts = status_counts(r.lines)
-    fig, ax = plt.subplots(figsize=(9, max(3.0, 1.2 + 0.5 * len(counts))))
-    failed = sum(v for k, v in counts.items() if k not in (ACCEPTED, REJECTED))
-    room = _suptitle(fig, r, f"{len(r.lines)} verdicts: {counts.get(ACCEPTED, 0)} accepted, "
-                      f"{counts.get(REJECTED, 0)} ok but rejected, {failed} other")
-    names = list(counts)
+    by = status_counts(r.lines)
+    fig, ax = plt.subplots(figsize=(9, max(3.0, 1.2 + 0.5 * len(by))))
+    failed = sum(v for k, v in by.items() if k not in (ACCEPTED, REJECTED))
+    room = _suptitle(fig, r, f"{len(r.lines)} verdicts: {by.get(ACCEPTED, 0)} accepted, "
+                      f"{by.get(REJECTED, 0)} rejected by the gate, {failed} other")
+    names = list(by)
     for i, name in enumerate(names):
         style = BAR_STYLES.get(name, dict(color="#f2b8b8", edgecolor="firebrick"))
-        ax.barh(i, counts[name], **style)
-        ax.text(counts[name], i, f" {counts[name]}", va="center", fontsize=10, fontweight="bold")
-    ax.set_yticks(range(len(names)), names)
+        ax.barh(i, by[name], **style)
+        ax.text(by[name], i, f" {by[name]}", va="center", fontsize=10, fontweight="bold")
+    ax.set_yticks(range(len(names)), [label(n) for n in names])
     ax.invert_yaxis()
-    ax.set_xlim(0, max(counts.values()) * 1.15 + 0.5)
+    ax.set_xlim(0, max(by.values()) * 1.15 + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("verdicts")
     ax.grid(axis="x", alpha=0.3)

@@ -8,7 +8,6 @@ workspace resumes where it stopped.
 
 from __future__ import annotations
 
-import statistics
 import threading
 from collections.abc import Callable
 from typing import Literal
@@ -18,8 +17,11 @@ from pydantic import BaseModel, ConfigDict
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
 from kernel_tui.core.evaluator import EvalResult, Evaluator, Progress, Status
+from kernel_tui.core.history import baseline_latency, current_best
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
+from kernel_tui.core.verdicts import counts
+from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.core.workspace import Workspace
 
 
@@ -228,7 +230,8 @@ class Session:
             rejected_by_person=rejected_by_person, edited_source=edited_source,
         ))
         self._save_state()
-        self._emit("verdict", round=line.round, line=line, text=f"round {line.round}: {line.status}: {line.reason}")
+        self._emit("verdict", round=line.round, line=line,
+                   text=f"round {line.round}: {label(verdict_category(line))}: {line.reason}")
         self._emit("budget", used=self.used, total=self.state.max_steps)
 
     # --- the whole run --------------------------------------------------------------------------
@@ -255,15 +258,8 @@ class Session:
             return None  # stopped mid re-test: keep whatever records an earlier finalize left
         self.ws.write_json("final-comparison.json", comparison)
         lines = self.ws.trajectory()
-        statuses: dict[str, int] = {}
-        for ln in lines:
-            key = "accepted" if ln.accepted else ln.status
-            statuses[key] = statuses.get(key, 0) + 1
         accepted = [ln for ln in lines if ln.accepted]
-        best_line = next((ln for ln in reversed(accepted) if ln.commit == self.ws.best.hexsha), None)
-        baseline_eval = self.ws.read_json("baseline-evaluation.json") or {}
-        timing = baseline_eval.get("timing") or {}
-        baseline_latency = statistics.median(timing["candidate"]) if timing.get("candidate") else None
+        best = current_best(self.ws)  # after a restore, the restored version and its own measurements
         if comparison.status is not Status.ok:
             warnings.append(f"final re-test failed: {comparison.reason}")
         elif accepted and comparison.speedup is not None and comparison.speedup < 1.0:
@@ -274,10 +270,10 @@ class Session:
             stopped_because = "budget spent" if self.remaining <= 0 else "proposer finished"
         summary = RunSummary(
             task=self.ws.task.name, device=self.evaluator.device,
-            timing_label=comparison.timing_label, rounds=len(lines), accepted=len(accepted), statuses=statuses,
-            baseline_commit=self.ws.baseline.hexsha, best_commit=self.ws.best.hexsha,
-            best_round=best_line.round if best_line else None, baseline_latency=baseline_latency,
-            best_latency=best_line.latency if best_line else baseline_latency,
+            timing_label=comparison.timing_label, rounds=len(lines), accepted=len(accepted), statuses=counts(lines),
+            baseline_commit=self.ws.baseline.hexsha, best_commit=best.commit,
+            best_round=best.round or None, best_restored_from=best.restored_from,
+            baseline_latency=baseline_latency(self.ws), best_latency=best.latency,
             final_speedup=comparison.speedup, final_median_paired_improvement=comparison.median_paired_improvement,
             stopped_because=stopped_because,
         )

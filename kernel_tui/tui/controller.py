@@ -224,6 +224,10 @@ class Controller:
                 self._state("final comparison: baseline vs best in fresh processes…", busy=True)
                 stopped = None if self._idle else "the person ran the final comparison"
                 summary = self.session.finalize(stopped)
+                if summary is None:  # quit or cancelled mid re-test: the earlier records are kept as they were
+                    self._log("final comparison stopped before it finished: no summary written", "yellow")
+                    self._state("final comparison stopped — nothing was written")
+                    return
                 self._log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
                           f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
                                                           if summary.final_speedup is not None else ""), "bold")

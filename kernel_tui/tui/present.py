@@ -8,9 +8,17 @@ from pathlib import Path
 
 from kernel_tui.core.decision import PendingProposal
 from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
-from kernel_tui.core.history import accepted_versions, all_proposals, baseline_latency
+from kernel_tui.core.history import (
+    accepted_versions,
+    all_proposals,
+    baseline_latency,
+    current_best,
+    version_label,
+    version_status,
+)
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.report import accepted_record, status_counts
+from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.core.workspace import Workspace
 from kernel_tui.tui.view import (
     NA,
@@ -39,19 +47,6 @@ def unified(old: str, new: str, old_label: str, new_label: str) -> str:
 
 # --- the best version --------------------------------------------------------------------------------
 
-def _latency_of(ws: Workspace, rev: str) -> float | None:
-    """The measured latency of a version: its verdict note, the baseline's evaluation, or the restored one's."""
-    commit = ws.repo.commit(rev)
-    if commit.hexsha == ws.baseline.hexsha:
-        return baseline_latency(ws)
-    note = ws.note_for(commit)
-    if note and note.get("latency") is not None:
-        return float(note["latency"])
-    _, trailers = ws.proposal_info(commit)
-    origin = trailers.get("Restored-from")
-    return _latency_of(ws, origin) if origin and origin != commit.hexsha else None
-
-
 def roofline(ws: Workspace, device: str, latency: float | None) -> str:
     """bytes of the cost model at the benchmark shape / latency / measured copy bandwidth."""
     if device == "cpu":
@@ -71,27 +66,15 @@ def roofline(ws: Workspace, device: str, latency: float | None) -> str:
 
 
 def best_view(ws: Workspace, device: str) -> BestView:
-    best = ws.best
-    _, trailers = ws.proposal_info(best)
-    latency = _latency_of(ws, best.hexsha)
-    if best.hexsha == ws.baseline.hexsha:
-        label = "baseline"
-    elif trailers.get("Restored-from"):
-        label = f"restored from {trailers['Restored-from'][:8]}"
-    else:
-        label = f"round {trailers.get('Round', '?')}"
-    return BestView(commit=best.hexsha, label=label, latency=fmt_latency(latency),
-                    roofline=roofline(ws, device, latency), source=ws.source_at(best))
+    best = current_best(ws)
+    return BestView(commit=best.commit, label=version_label(best), latency=fmt_latency(best.latency),
+                    roofline=roofline(ws, device, best.latency), source=ws.source_at(best.commit))
 
 
 # --- verdicts, charts, status line ---------------------------------------------------------------------
 
 def verdict_word(ln: TrajectoryLine) -> str:
-    if ln.accepted:
-        return "accepted"
-    if ln.status == "ok":
-        return "rejected (gate)"
-    return "rejected by person" if ln.status == "rejected_by_person" else ln.status
+    return label(verdict_category(ln))
 
 
 def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
@@ -114,7 +97,7 @@ def charts(ws: Workspace, lines: list[TrajectoryLine], device: str) -> ChartData
         accepted=tuple(ln.accepted for ln in ordered), record=tuple(record),
         improvements=tuple(ln.improvement for ln in ordered),
         threshold=ws.task.spec.optimization.min_improvement_fraction, baseline=baseline_latency(ws),
-        statuses=tuple(status_counts(ordered).items()), interpreter=device == "cpu",
+        statuses=tuple((label(k), n) for k, n in status_counts(ordered).items()), interpreter=device == "cpu",
     )
 
 
@@ -151,16 +134,10 @@ def history(ws: Workspace) -> HistoryData:
         c = ws.repo.commit(commit)
         return c.parents[0].hexsha if c.parents else None
 
-    base = baseline_latency(ws)
-
     def row(v) -> VersionRow:
-        latency, vs_base = v.latency, v.vs_baseline
-        if v.status == "restored" and latency is None:  # a restore is a copy: it has its origin's latency
-            latency = _latency_of(ws, v.commit)
-            vs_base = (1 - latency / base) if latency and base else None
         return VersionRow(commit=v.commit, parent=parent(v.commit), round=v.round, proposer=v.proposer,
-                          change=v.change, latency=fmt_latency(latency), vs_previous=fmt_pct(v.vs_previous),
-                          vs_baseline=fmt_pct(vs_base), status=v.status, reason=" ".join(v.reason.split()))
+                          change=v.change, latency=fmt_latency(v.latency), vs_previous=fmt_pct(v.vs_previous),
+                          vs_baseline=fmt_pct(v.vs_baseline), status=version_status(v), reason=" ".join(v.reason.split()))
 
     return HistoryData(lineage=tuple(row(v) for v in accepted_versions(ws)),
                        proposals=tuple(row(v) for v in all_proposals(ws)),

@@ -14,15 +14,27 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, Restored
 from kernel_tui.tui.screens.modals import ConfirmModal
-from kernel_tui.tui.view import HistoryData, VersionRow
+from kernel_tui.tui.view import NA, HistoryData, VersionRow
 from kernel_tui.tui.widgets.source import code_view, diff_text
 
 if TYPE_CHECKING:
     from kernel_tui.tui.controller import Controller
 
 BASES = ("previous", "baseline", "marked")
-STATUS_STYLES = {"accepted": "bold green", "baseline": "bold", "restored": "bold cyan", "rejected": "yellow",
-                 "rejected_by_person": "cyan"}
+# The screen must not import the core (it paints before the core loads): the column legend is its own.
+FIGURES_LEGEND = ("gate vs inc. = the gate's paired estimate against the incumbent the round was judged against "
+                  "(not today's best) · lat. vs base = 1 - latency / baseline latency")
+# Keyed by the words shown (kernel_tui.core.verdicts and history.VERSION_LABELS); failures are red.
+STATUS_STYLES = {"accepted": "bold green", "baseline": "bold", "restored": "bold cyan", "rejected by the gate": "yellow",
+                 "rejected by the person": "cyan", "unevaluated draft": "dim", "pending": "dim"}
+
+
+def restore_question(row: VersionRow) -> str:
+    question = f"Restore {row.short} ({row.change[:50]}) as the incumbent? A new commit on best; nothing is rewritten."
+    if row.latency == NA:  # a draft, a failure, a version a person rejected: later rounds would be judged against it
+        return (f"⚠ {row.short} was never measured ({row.status}): as the incumbent it has no latency to compare "
+                f"against.\n{question}")
+    return question
 
 
 def cycle(options: list[str], current: str) -> str:
@@ -67,8 +79,8 @@ class HistoryScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#versions", DataTable)
-        for label, width in (("commit", 10), ("round", 5), ("status", 18), ("latency", 9), ("vs prev", 8),
-                             ("vs base", 8), ("proposer", 28), ("change", 60)):
+        for label, width in (("commit", 10), ("round", 5), ("status", 18), ("latency", 9), ("gate vs inc.", 12),
+                             ("lat. vs base", 12), ("proposer", 28), ("change", 60)):
             table.add_column(label, width=width)  # fixed: auto widths are measured late (see TrajectoryTable)
         self.query_one("#version-detail").border_title = "select a version"
         self.reload()
@@ -113,7 +125,7 @@ class HistoryScreen(Screen):
         filters = f" · status: {self.status_filter} · proposer: {self.proposer_filter}" if self.show_all else ""
         marked = f" · marked {self.marked[:8]}" if self.marked else ""
         self.query_one("#history-line", Static).update(
-            f"{what}{filters}{marked} · diff against: {self.base} · ★ best ◆ marked")
+            f"{what}{filters}{marked} · diff against: {self.base} · ★ best ◆ marked\n{FIGURES_LEGEND}")
 
     @property
     def selected(self) -> VersionRow | None:
@@ -202,8 +214,7 @@ class HistoryScreen(Screen):
             if yes:
                 self.app.restore_version(self.controller, self, row.commit)  # type: ignore[attr-defined]
 
-        self.app.push_screen(ConfirmModal(
-            f"Restore {row.short} ({row.change[:50]}) as the incumbent? A new commit on best; nothing is rewritten."), done)
+        self.app.push_screen(ConfirmModal(restore_question(row)), done)
 
     @on(Restored)
     def _restored(self, message: Restored) -> None:

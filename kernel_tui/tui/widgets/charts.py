@@ -14,7 +14,8 @@ from textual_plotext import PlotextPlot
 
 from kernel_tui.tui.view import ChartData
 
-STATUS_COLOURS = {"accepted": "green", "ok, rejected": "gray", "rejected_by_person": "cyan"}
+# keyed by the words of kernel_tui.core.verdicts.LABELS (widgets do not import the core)
+STATUS_COLOURS = {"accepted": "green", "rejected by the gate": "gray", "rejected by the person": "cyan"}
 
 
 class Chart(PlotextPlot):

@@ -10,7 +10,8 @@ from textual.widgets import DataTable, Label, ProgressBar, Static
 
 from kernel_tui.tui.view import EvalStep, StatusView, VerdictRow
 
-VERDICT_STYLES = {"accepted": "bold green", "rejected (gate)": "yellow", "rejected by person": "cyan"}
+# keyed by the words of kernel_tui.core.verdicts.LABELS (widgets do not import the core)
+VERDICT_STYLES = {"accepted": "bold green", "rejected by the gate": "yellow", "rejected by the person": "cyan"}
 # Fixed widths: auto-sized columns are measured on idle, and a frame drawn before that keeps header widths.
 COLUMNS = (("round", 5), ("verdict", 18), ("latency", 9), ("vs incumbent", 12), ("CI", 20), ("p", 9),
            ("change", 40), ("proposer", 28), ("reason", 80))
