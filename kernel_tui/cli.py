@@ -128,12 +128,15 @@ def cmd_check_task(args) -> int:
         print(json.dumps({
             "task": task.name, "status": result.status.value, "reason": result.reason,
             "device": result.device, "cases": [c.model_dump() for c in result.cases],
+            "warnings": task.spec.coverage_warnings(),
         }))
         return EXIT_OK if ok else EXIT_FAILED
     spec = task.spec
     print(f"task      {task.name}: {spec.description}")
     print(f"spec      ok: {len(spec.tensors)} tensors, entrypoint {spec.entrypoint}({', '.join(spec.launch_arguments)}), "
           f"{len(spec.all_shapes())} shapes, seeds {spec.correctness.seeds}")
+    for warning in spec.coverage_warnings():
+        print(f"warning   {warning}")
     shapes = ", ".join(f"{c.name} {tuple(c.dims.values())}" for c in spec.correctness_shapes(result.device))
     if result.status.value == "invalid_task":
         print(f"reference FAILED: {result.reason}")

@@ -84,3 +84,56 @@ def test_timing_loop_check_catches_what_the_detailed_check_does():
     assert "out of bounds" in outcome(lambda x, out: s.outputs["output"].storage[GUARD - 1].fill_(0))
     assert "differ beyond" in outcome(lambda x, out: out[3, 7].add_(1))
     assert "NaN/Inf" in outcome(lambda x, out: out[0, 0].fill_(float("nan")))
+
+
+def test_fast_and_detailed_checks_agree_over_varied_poison():
+    """Whatever this call's poison (NaN, random values, a stale answer; random guards), the timing loop's
+    one-sync verdict is the detailed check's."""
+    from kernel_tui.core.evaluator.harness import GUARD, ArgumentSet
+    from kernel_tui.core.task import load_task
+    from tests.conftest import FIXTURES
+
+    spec = load_task(FIXTURES / "vector_add").spec
+    dims = {"rows": 37, "cols": 129}
+
+    def ready(seed):
+        s = ArgumentSet.build(spec, dims, "cpu", seed)
+        s.compute_expected(lambda x, y, out, n: (x.float() + y.float()).to(out.dtype))
+        return s
+
+    def honest(x, y, out, n):
+        out.copy_(x + y)
+
+    def poison_of(s):
+        return s.outputs["output"].before[GUARD:-GUARD].view(dims["rows"], dims["cols"])
+
+    damages = {  # name: (damage after an honest call, always wrong)
+        "none": (lambda s, out: None, False),
+        "head guard": (lambda s, out: s.outputs["output"].storage[GUARD - 1 - s.calls].add_(1), True),
+        "tail guard": (lambda s, out: s.outputs["output"].storage[-1].mul_(-1).add_(0.5), True),
+        "first block unwritten": (lambda s, out: out.view(-1)[:256].copy_(poison_of(s).reshape(-1)[:256]), True),
+        # a sniffer's output: the old contents kept wherever they were not NaN
+        "kept where not NaN": (
+            lambda s, out: out.copy_(torch.where(torch.isnan(poison_of(s)), out, poison_of(s))), None),
+    }
+    verdicts = []
+    for seed in range(3):
+        s = ready(seed)
+        for _ in range(6):
+            for name, (damage, wrong) in damages.items():
+                s.prepare_call()
+                honest(*s.args())
+                damage(s, s.outputs["output"].view)
+                fast = s._all_good(1e-3, 1e-3)
+                try:
+                    s.check(1e-3, 1e-3, "call")
+                    detailed = True
+                except CandidateFault:
+                    detailed = False
+                assert fast == detailed, (seed, name)
+                if wrong is not None:
+                    assert detailed is not wrong, (seed, name)
+                else:
+                    verdicts.append(detailed)
+    # the sniffer's output is right only on the calls whose poison was NaN throughout: a few, at most
+    assert verdicts.count(False) > len(verdicts) // 2

@@ -8,6 +8,7 @@ cost model, a baseline file and timing/gate settings.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,6 +23,9 @@ Dtype = Literal["float16", "bfloat16", "float32", "float64", "int8", "int16", "i
 Number = int | float
 NumberOrExpr = int | float | str
 Device = Literal["cpu", "cuda"]
+# A CPU-interpreter correctness run should reach well past a kernel's first blocks: a kernel wrong only
+# past some element passes wherever every interpreter shape ends before it.
+MIN_INTERPRETER_OUTPUT_ELEMENTS = 65_536
 
 
 class _Model(BaseModel):
@@ -214,6 +218,22 @@ class TaskSpec(_Model):
             if case.name == wanted or (wanted is None and case.interpreter):
                 return case
         return self.main_shape
+
+    def output_elements(self, dims: dict[str, int]) -> int:
+        return sum(math.prod(self.tensor_shape(t, dims)) for t in self.tensors if t.kind == "output")
+
+    def coverage_warnings(self) -> list[str]:
+        """Weak spots of the task's own checks (one line each), for check-task to print."""
+        cpu = self.correctness_shapes("cpu")
+        largest = max(cpu, key=lambda c: self.output_elements(c.dims))
+        n = self.output_elements(largest.dims)
+        if n >= MIN_INTERPRETER_OUTPUT_ELEMENTS:
+            return []
+        return [
+            f"every CPU-interpreter correctness shape has fewer than {MIN_INTERPRETER_OUTPUT_ELEMENTS:,} output "
+            f"elements (largest: {largest.name} {tuple(largest.dims.values())}, {n:,}); on the CPU a kernel wrong "
+            "only past that point is accepted. Add a larger shape marked \"interpreter\": true"
+        ]
 
     def tensor(self, name: str) -> TensorSpec:
         return next(t for t in self.tensors if t.name == name)

@@ -1,14 +1,20 @@
 """Inputs, poisoned and guard-banded outputs, and output checks, inside the worker process.
 
-Every output buffer sits between guard bands and is poisoned (NaN, or a sentinel for integers) before
-each call, so unwritten elements and out-of-bounds writes both show. Inputs are snapshotted and
-compared after each call so a candidate that mutates its inputs fails.
+Every output buffer sits between guard bands and is poisoned before each call, so unwritten elements
+and out-of-bounds writes both show. The poison is not one recognisable value: a kernel that skips work
+where its output already looks written (not NaN, finite, a plausible answer) would pass against NaN
+alone, yet return stale contents from a real buffer. So each call's poison is drawn from (seed, call
+index): a few contiguous segments, each NaN (a sentinel for integers), random finite values around the
+expected answer's range, or the expected answer for other inputs. The guard bands hold random values
+too (a NaN guard would tell a kernel it is being evaluated); they are remembered and compared bit for
+bit. Inputs are snapshotted and compared after each call so a candidate that mutates its inputs fails.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
+import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,23 +70,100 @@ def tensor_bytes(spec: TaskSpec, dims: dict[str, int]) -> int:
     return total
 
 
+POISONS = ("nan", "garbage", "stale")
+# A stale answer is a useful poison only where it differs from the expected one; below this share of
+# differing elements, its segments keep random values instead.
+STALE_MIN_SHARE = 0.5
+STALE_SEED_OFFSET = 1_000_003  # the "other inputs" whose answer is the first stale poison
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def _poison_value(dtype: torch.dtype) -> float | int:
     return float("nan") if dtype.is_floating_point else INT_SENTINEL
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns as integers: exact comparison, NaN payloads included."""
+    return t.view(_SAME_SIZE_INT[t.element_size()]) if t.is_floating_point() else t
+
+
+def _segments(numel: int, count: int, rng: random.Random) -> list[tuple[int, int]]:
+    """`count` contiguous segments covering [0, numel); weights in [1, 2) keep each at least
+    1 / (2 * count - 1) of the whole, so every kind covers whole blocks of a kernel."""
+    weights = [1.0 + rng.random() for _ in range(count)]
+    bounds, acc = [0], 0.0
+    for w in weights[:-1]:
+        acc += w
+        bounds.append(round(numel * acc / sum(weights)))
+    bounds.append(numel)
+    return list(zip(bounds, bounds[1:]))
 
 
 @dataclass
 class GuardedOutput:
     storage: torch.Tensor
     view: torch.Tensor
+    before: torch.Tensor  # what the last poison() wrote over the storage, guards included
+    low: float = -1.0  # garbage is drawn from [low, high]: around the expected answer's range
+    high: float = 1.0
+    stale: torch.Tensor | None = None  # flat expected answer for other inputs, when it differs enough
+    gen: torch.Generator | None = None  # for the random values; reseeded every call
 
-    def poison(self) -> None:
-        self.storage.fill_(_poison_value(self.storage.dtype))
+    def learn(self, expected: torch.Tensor, other: torch.Tensor | None, atol: float, rtol: float) -> None:
+        """Adapt the poison to this expected answer: garbage at its scale, `other` as stale answer."""
+        flat = expected.detach().flatten()
+        dtype = self.storage.dtype
+        if flat.numel():
+            lo, hi = (float(v) for v in flat.aminmax())
+            # a constant answer still gets a wide range, or many random values would equal it
+            pad = (hi - lo) / 8 if hi > lo else max(abs(lo), 1.0)
+            info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+            # half the representable range: no overflow to Inf inside uniform_
+            self.low, self.high = max(lo - pad, info.min / 2), min(hi + pad, info.max / 2)
+            if not dtype.is_floating_point:
+                self.low, self.high = math.floor(self.low) - 1, math.ceil(self.high) + 1
+        self.stale = None
+        if other is not None and other.shape == expected.shape and flat.numel():
+            share = float((~_close(other, expected, atol, rtol)).float().mean())
+            if share >= STALE_MIN_SHARE:
+                self.stale = other.detach().flatten().to(dtype)  # never written to: no copy
+
+    def poison(self, rng: random.Random, *, plain: bool, first: bool) -> None:
+        """Fill the storage for the next call. `plain`: NaN (or the sentinel) everywhere. Otherwise
+        random values everywhere (guards included), then segments of NaN and the stale answer; the
+        first call after new inputs has all three kinds, later ones one to three in any order."""
+        b = self.before
+        if plain:
+            b.fill_(_poison_value(b.dtype))
+        else:
+            if self.gen is None:
+                self.gen = torch.Generator(device=b.device)
+            self.gen.manual_seed(rng.getrandbits(63))
+            if b.dtype.is_floating_point:
+                b.uniform_(self.low, self.high, generator=self.gen)
+            else:
+                b.random_(int(self.low), int(self.high) + 1, generator=self.gen)
+            count = len(POISONS) if first else rng.randint(1, len(POISONS))
+            kinds = rng.sample(POISONS, count)
+            for kind, (lo, hi) in zip(kinds, _segments(self.view.numel(), count, rng)):
+                if kind == "nan":
+                    b[GUARD + lo : GUARD + hi].fill_(_poison_value(b.dtype))
+                elif kind == "stale" and self.stale is not None:
+                    b[GUARD + lo : GUARD + hi].copy_(self.stale[lo:hi])
+        self.storage.copy_(b)
+
+    def guard_flag(self) -> torch.Tensor:
+        """A device bool: both guard bands still hold exactly what poison() wrote there."""
+        s, b = _bits(self.storage), _bits(self.before)
+        return torch.stack([(s[:GUARD] == b[:GUARD]).all(), (s[-GUARD:] == b[-GUARD:]).all()]).all()
 
     def guards_intact(self) -> bool:
-        head, tail = self.storage[:GUARD], self.storage[-GUARD:]
-        if self.storage.dtype.is_floating_point:
-            return bool(torch.isnan(head).all() and torch.isnan(tail).all())
-        return bool((head == INT_SENTINEL).all() and (tail == INT_SENTINEL).all())
+        return bool(self.guard_flag())
+
+    def unwritten(self) -> torch.Tensor:
+        """Elements of the output that still hold, bit for bit, the poison of this call."""
+        n = self.view.numel()
+        return (_bits(self.storage)[GUARD : GUARD + n] == _bits(self.before)[GUARD : GUARD + n]).view(self.view.shape)
 
 
 @dataclass
@@ -95,6 +178,9 @@ class ArgumentSet:
     scalars: dict[str, int | float] = field(default_factory=dict)
     expected: list[torch.Tensor] = field(default_factory=list)
     snapshots: dict[str, torch.Tensor] = field(default_factory=dict)
+    seed: int = 0  # of the current inputs; with `calls`, it picks each call's poison
+    calls: int = 0  # calls prepared since the inputs were filled
+    previous: list[torch.Tensor] = field(default_factory=list)  # expected answer for the inputs before
 
     @classmethod
     def build(cls, spec: TaskSpec, dims: dict[str, int], device: str, seed: int) -> ArgumentSet:
@@ -109,7 +195,8 @@ class ArgumentSet:
                 shape = spec.tensor_shape(t, dims)
                 numel = math.prod(shape)
                 storage = torch.empty(numel + 2 * GUARD, dtype=DTYPES[t.dtype], device=device)
-                self.outputs[t.name] = GuardedOutput(storage, storage[GUARD : GUARD + numel].view(shape))
+                view = storage[GUARD : GUARD + numel].view(shape)
+                self.outputs[t.name] = GuardedOutput(storage, view, torch.empty_like(storage))
         self.fill(seed)
         return self
 
@@ -132,6 +219,9 @@ class ArgumentSet:
         for t in self.spec.tensors:
             if t.kind == "input":
                 self._fill_one(t, self.inputs[t.name], gen)
+        self.seed, self.calls = seed, 0
+        # the answer for the old inputs is what a reused buffer would hold: the next stale poison
+        self.previous = self.expected or self.previous
         self.expected = []
 
     def args(self) -> list:
@@ -145,11 +235,11 @@ class ArgumentSet:
                 out.append(self.scalars[name])
         return out
 
-    def compute_expected(self, reference) -> None:
+    def _answer(self, reference, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         args = []
         for name in self.spec.launch_arguments:
-            if name in self.inputs:
-                args.append(self.inputs[name].clone())
+            if name in inputs:
+                args.append(inputs[name].clone())
             elif name in self.outputs:
                 args.append(torch.empty_like(self.outputs[name].view))
             else:
@@ -165,11 +255,37 @@ class ArgumentSet:
         for name, r in zip(names, results):
             if r.is_floating_point() and not bool(torch.isfinite(r).all()):
                 raise ValueError(f"reference produced NaN/Inf in output {name!r}")
-        self.expected = [r.detach().clone() for r in results]
+        return [r.detach().clone() for r in results]
+
+    def _other_answer(self, reference) -> list[torch.Tensor] | None:
+        """The reference's answer for other inputs of the same shape and distribution."""
+        gen = torch.Generator(device=self.device).manual_seed(self.seed + STALE_SEED_OFFSET)
+        others = {}
+        for t in self.spec.tensors:
+            if t.kind == "input":
+                others[t.name] = torch.empty_like(self.inputs[t.name])
+                self._fill_one(t, others[t.name], gen)
+        try:
+            return self._answer(reference, others)
+        except Exception:  # noqa: BLE001 - only a poison: without it those segments stay random
+            return None
+
+    def compute_expected(self, reference) -> None:
+        self.expected = self._answer(reference, self.inputs)
+        # the previous inputs' answer when there were any (timing refreshes), else a fresh one
+        other = self.previous or self._other_answer(reference) or [None] * len(self.expected)
+        atol, rtol = self.spec.correctness.atol, self.spec.correctness.rtol
+        for out, exp, old in zip(self.outputs.values(), self.expected, other):
+            out.learn(exp, old, atol, rtol)
 
     def prepare_call(self) -> None:
+        """Poison the outputs as (seed, call index) says and snapshot the inputs. Before the reference
+        has run there is nothing to check a call against: plain NaN then, which the stream-order probe
+        reads as unwritten."""
+        rng = random.Random(f"poison:{self.seed}:{self.calls}")
         for out in self.outputs.values():
-            out.poison()
+            out.poison(rng, plain=not self.expected, first=self.calls == 0)
+        self.calls += 1
         self.snapshots = {n: t.clone() for n, t in self.inputs.items()}
 
     def check(self, atol: float, rtol: float, what: str, *, error: bool = True) -> float:
@@ -184,7 +300,21 @@ class ArgumentSet:
         for (name, out), exp in zip(self.outputs.items(), self.expected):
             if not out.guards_intact():
                 raise CandidateFault("incorrect", f"{what}: wrote outside output {name!r} (out of bounds)")
-            worst = max(worst, compare(out.view, exp, atol, rtol, f"{what}: output {name!r}"))
+            try:
+                worst = max(worst, compare(out.view, exp, atol, rtol, f"{what}: output {name!r}"))
+            except CandidateFault as fault:
+                # Wrong elements that still hold this call's random or stale poison were never written.
+                # NaN ones may have been (NaN in, NaN out: the message says so already); a few fp16
+                # matches happen by chance, so only say it when most wrong elements match.
+                bad = ~_close(out.view, exp, atol, rtol)
+                kept = out.unwritten() & bad
+                if out.view.is_floating_point():
+                    kept &= torch.isfinite(out.view)
+                n_kept, n_bad = int(kept.sum()), int(bad.sum())
+                if not n_kept or 2 * n_kept < n_bad:
+                    raise
+                raise CandidateFault(fault.status, f"{fault.reason}; {n_kept} of the {n_bad} wrong elements still "
+                                     "hold this call's poison bit for bit (never written)") from None
         return worst
 
     def _all_good(self, atol: float, rtol: float) -> bool:
@@ -194,11 +324,7 @@ class ArgumentSet:
         for out, exp in zip(self.outputs.values(), self.expected):
             if out.view.shape != exp.shape:
                 return False
-            head, tail = out.storage[:GUARD], out.storage[-GUARD:]
-            if out.storage.dtype.is_floating_point:
-                flags += [torch.isnan(head).all(), torch.isnan(tail).all()]
-            else:
-                flags += [(head == INT_SENTINEL).all(), (tail == INT_SENTINEL).all()]
+            flags.append(out.guard_flag())
             flags.append(_close_flag(out.view, exp, atol, rtol))
         return bool(torch.stack(flags).all()) if flags else True
 
@@ -211,15 +337,20 @@ def _index(flat_index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(idx))
 
 
-def _close_flag(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """A device bool: |out - expected| <= atol + rtol * |expected| everywhere, NaN where NaN is
-    expected, the same Inf where Inf is. Floats of 32 bits or fewer are compared in float32 (exact
-    for their values); anything else in float64."""
+def _close(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """Per element: |out - expected| <= atol + rtol * |expected|, NaN where NaN is expected, the same
+    Inf where Inf is. Floats of 32 bits or fewer are compared in float32 (exact for their values);
+    anything else in float64."""
     wide = out.dtype.is_floating_point and out.dtype.itemsize <= 4 and expected.dtype.itemsize <= 4
     dtype = torch.float32 if wide else torch.float64
     o = out.detach().to(dtype)
     e = expected.detach().to(o.device, dtype)
-    return torch.isclose(o, e, rtol=rtol, atol=atol, equal_nan=True).all()
+    return torch.isclose(o, e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _close_flag(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """A device bool: `_close` everywhere."""
+    return _close(out, expected, atol, rtol).all()
 
 
 def compare(out: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, what: str) -> float:

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult
+from kernel_tui.core.evaluator.sandbox import libcuda_dir
 from kernel_tui.core.evaluator.worker import BOOTSTRAP, FORK_SERVER_BOOTSTRAP
 
 ENV_ALLOWLIST = {
@@ -57,6 +58,8 @@ def worker_env(workdir: Path, device: str, triton_cache: Path) -> dict[str, str]
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
         env.setdefault("OMP_NUM_THREADS", "1")
+    elif "TRITON_LIBCUDA_PATH" not in env and (found := libcuda_dir()):
+        env["TRITON_LIBCUDA_PATH"] = found  # else Triton runs ldconfig, which the sandbox does not allow
     return env
 
 

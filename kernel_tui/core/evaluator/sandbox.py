@@ -111,8 +111,9 @@ def _which(name: str) -> str | None:
 @functools.cache
 def compiler_toolchain() -> tuple[str, ...]:
     """The executables Triton runs to build a GPU kernel: ptxas and friends from its own package, the C
-    compiler it builds launchers with (and the programs that compiler runs), ldconfig (to find libcuda),
-    and the dynamic loader those programs need."""
+    compiler it builds launchers with (and the programs that compiler runs), and the dynamic loader those
+    programs need. Not ldconfig: it is a shell script on some systems, so the caller finds libcuda for
+    Triton instead (`libcuda_dir`)."""
     files: set[str] = set()
     triton = _package_dir("triton")
     if triton is not None:
@@ -120,9 +121,10 @@ def compiler_toolchain() -> tuple[str, ...]:
     for var in ("TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_HIP_LLD_PATH"):
         if os.environ.get(var):
             files.add(os.path.realpath(os.environ[var]))
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if cc:
-        files.add(os.path.realpath(cc))
+    # Triton takes $CC, else gcc, else clang; `cc` too, for other builders: each driver and its helpers
+    drivers = {os.path.realpath(d) for d in (os.environ.get("CC"), *map(shutil.which, ("gcc", "clang", "cc"))) if d}
+    for cc in sorted(drivers):
+        files.add(cc)
         for prog in ("cc1", "as", "collect2", "ld", "lto-wrapper"):
             try:
                 out = subprocess.run([cc, f"-print-prog-name={prog}"], capture_output=True, text=True, timeout=10)
@@ -132,12 +134,36 @@ def compiler_toolchain() -> tuple[str, ...]:
             resolved = os.path.realpath(path) if os.path.isabs(path) else _which(path)
             if resolved and os.path.isfile(resolved):
                 files.add(resolved)
-    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
-        if os.path.exists(ldconfig):
-            files.add(os.path.realpath(ldconfig))
     for loader in glob.glob("/lib*/ld-linux*.so*") + glob.glob("/lib/*/ld-linux*.so*"):
         files.add(os.path.realpath(loader))
     return tuple(sorted(p for p in files if os.path.isfile(p)))
+
+
+@functools.cache
+def libcuda_dir() -> str | None:
+    """The folder of libcuda.so.1, as Triton would find it with `ldconfig -p`; asked here, in the trusted
+    caller, and handed to workers as TRITON_LIBCUDA_PATH so that no worker needs to run ldconfig."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", shutil.which("ldconfig")):
+        if not ldconfig or not os.path.exists(ldconfig):
+            continue
+        try:
+            out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for line in out.splitlines():
+            if line.strip().startswith("libcuda.so.1 ") and "=>" in line:
+                return os.path.dirname(line.split("=>", 1)[1].strip())
+    return None
+
+
+def _install_prefixes(executables) -> list[str]:
+    """Where each compiler program lives, read as a whole: a C compiler reads its headers, specs and
+    start files from beside its programs (/opt/gcc/bin/gcc -> /opt/gcc)."""
+    out = []
+    for exe in executables:
+        folder = os.path.dirname(exe)
+        out.append(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
+    return out
 
 
 def _existing(paths) -> list[str]:
@@ -172,15 +198,16 @@ def build_plan(device: str, triton_cache: Path, python_paths: list[str]) -> Sand
     cuda_dirs = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), os.environ.get("ROCM_PATH"), "/opt/rocm"]
     ld_dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
     package = Path(__file__).resolve().parents[2]  # kernel_tui itself, not the folder that holds it
+    execute = list(compiler_toolchain()) if device == "cuda" else []
     read = _existing([
         *SYSTEM_READ, *(f"/etc/{f}" for f in ETC_FILES), sys.prefix, sys.base_prefix, sys.exec_prefix,
-        *_library_paths(python_paths), str(package), *cuda_dirs, *ld_dirs,
+        *_library_paths(python_paths), str(package), *cuda_dirs, *ld_dirs, *_install_prefixes(execute),
+        libcuda_dir() if device == "cuda" else None,
     ])
     devices = _existing(p for pattern in DEVICE_GLOBS for p in glob.glob(pattern))
     memory = _memory_bytes()
     return SandboxPlan(
-        read=read, write=[str(Path(triton_cache).resolve())], devices=devices,
-        execute=list(compiler_toolchain()) if device == "cuda" else [],
+        read=read, write=[str(Path(triton_cache).resolve())], devices=devices, execute=execute,
         max_address_space=memory // 2 if device == "cpu" and memory else None, unix_sockets=device == "cuda",
     )
 
@@ -463,6 +490,9 @@ FS_CHANGES = {
 EXEC_EVENTS = {"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "pty.spawn"}
 
 
+STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
 def _under(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
@@ -470,7 +500,7 @@ def _under(path: str, roots: list[str]) -> bool:
 class Guard:
     """An audit hook that mirrors the plan's rules in Python and records every attempt to break them once
     candidate code may run, so the result names the attempt (the kernel refuses it either way). Audit hooks
-    cannot be removed. Reads are named only when the candidate's own code is on the stack."""
+    cannot be removed. Reads and program starts are named only when the candidate's own code asked."""
 
     MAX = 20
 
@@ -487,10 +517,16 @@ class Guard:
         self.files.update(files)
 
     def _from_candidate(self) -> bool:
+        """Whether the candidate's own code asked: the nearest caller outside the standard library is
+        one of its files. A library that probes (platform.architecture runs `file`, importlib reads
+        package metadata) is not named: the kernel refuses it quietly, and the library copes."""
         frame = sys._getframe(3)
         while frame is not None:
-            if frame.f_code.co_filename in self.files:
+            name = frame.f_code.co_filename
+            if name in self.files:
                 return True
+            if not (name.startswith(STDLIB) or name.startswith("<frozen") or name == __file__):
+                return False
             frame = frame.f_back
         return False
 
@@ -542,11 +578,12 @@ class Guard:
     def _exec(self, event: str, args: tuple) -> None:
         target = args[0] if args else None
         if event == "os.system" or target is None:
-            self._record("sandbox-exec", f"{event} — only the compiler Triton runs may start processes")
+            if self._from_candidate():
+                self._record("sandbox-exec", f"{event} — only the compiler Triton runs may start processes")
             return
         target = os.fsdecode(target) if isinstance(target, (str, bytes, os.PathLike)) else str(target)
         resolved = os.path.realpath(target) if os.path.isabs(target) else (_which(target) or target)
-        if resolved not in self.plan.execute:
+        if resolved not in self.plan.execute and self._from_candidate():
             self._record("sandbox-exec", f"runs {target} — only the compiler Triton runs may start processes")
 
     def reason(self) -> str | None:

@@ -15,7 +15,14 @@ measurement starts from the same state: outputs poisoned, inputs snapshotted, L2
 sides' outputs are checked afterwards, so neither side's checking work leaks into the other's time.
 (Measured on an H200: checking only the candidate's outputs made graph-mode A/A pairs read +1.5%.)
 Inputs are refreshed every pair, so a candidate that skips or caches work once it has seen its
-buffers fails.
+buffers fails. The outputs' poison differs on every prepared call (harness.py: NaN, random values and
+the previous inputs' answer, in segments drawn from the seed and call index), so a candidate that skips
+work where its output already looks written fails a timed call as it fails correctness; the poison is
+made on the device before the hold, outside the events, with no host sync.
+Graph mode therefore gives every call of a replay a set of its own: a set called twice in one replay
+would meet, the second time, the candidate's own last output for the same inputs (poisoning between
+the calls would put a copy inside the timed graph), and a kernel that recognises its own output could
+skip the work.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from kernel_tui.core.task import ShapeCase, TaskSpec
 
 FLUSH_MIN_BYTES = 256 * 2**20
 MAX_ROTATING_SETS = 32
+MAX_GRAPH_CALLS = 512
 GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph launch cost vanishes
 # Below this flushed kernel time the event timer's ~0.5 µs resolution is too coarse for one call.
 GRAPH_BELOW_SECONDS = 5e-6
@@ -186,9 +194,13 @@ class BlockTimer:
         if method == "auto":
             method = "graph" if kernel_s < GRAPH_BELOW_SECONDS else "flush"
         if method == "graph":
-            n = len(self.sets)
-            calls = n * max(1, math.ceil(max(self.plan.inner_repeats, GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)) / n))
-            calls = min(calls, n * max(1, 512 // n))
+            calls = max(self.plan.inner_repeats, math.ceil(GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)))
+            calls = min(max(calls, len(self.sets)), MAX_GRAPH_CALLS)
+            # a set of its own for every call of a replay, so each call meets fresh poison; together the
+            # sets hold what the kernel moves in GRAPH_MIN_SECONDS (about 1 GB on an H200) plus the
+            # harness's copies of it
+            self._ensure_sets(calls)
+            calls = len(self.sets)
             try:
                 for kernel in (a, b):
                     self._capture(kernel, calls)
