@@ -238,7 +238,9 @@ def test_a_final_comparison_cut_short_is_not_dereferenced(tmp_path, fake_compare
     cancel.set()  # as a quit does, while the re-test runs
     posted: list = []
     controller = Controller(RunOptions(target=None), posted.append)
-    controller.ws, controller.session = ws, session
+    from kernel_tui.core.run_control import RunControl
+
+    controller.ws, controller.session, controller.control = ws, session, RunControl(cancel=cancel)
     controller.ready.set()
     controller.finalize()  # raised AttributeError on the None summary
     assert any("stopped before it finished" in getattr(m, "text", "") for m in posted)

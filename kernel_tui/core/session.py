@@ -1,7 +1,7 @@
 """One Session drives rounds: propose -> the person's decision -> evaluate -> gate -> record -> feedback.
 
-Headless mode and the TUI are two front ends on this loop; they differ only in the DecisionProvider they
-pass and in how they render the events. Everything a round produces is on disk (git, trajectory.jsonl,
+Headless mode and the TUI are two front ends on this loop (`run`); they differ only in the DecisionProvider
+they pass, the RunControl they steer it with, and how they render the typed events (core/events.py). Everything a round produces is on disk (git, trajectory.jsonl,
 evaluations/) before the next phase starts, so a kill at any moment loses nothing and a reopened
 workspace resumes where it stopped.
 """
@@ -10,33 +10,34 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
-from kernel_tui.core.evaluator import EvalResult, Evaluator, Progress, Status
+from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
+from kernel_tui.core.events import (
+    BestChangedEvent,
+    BudgetEvent,
+    DecisionEvent,
+    Event,
+    FinishedEvent,
+    IdleEvent,
+    LogEvent,
+    PreflightEvent,
+    ProgressEvent,
+    ProposalEvent,
+    RoundStartEvent,
+    VerdictEvent,
+)
 from kernel_tui.core.history import baseline_latency, current_best
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
-from kernel_tui.core.verdicts import counts
-from kernel_tui.core.verdicts import label, verdict_category
+from kernel_tui.core.run_control import RunControl
+from kernel_tui.core.verdicts import counts, label, run_status_label, verdict_category
 from kernel_tui.core.workspace import Workspace
 
-
-class Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    kind: Literal[
-        "log", "preflight", "proposal", "decision", "progress", "verdict", "best_changed", "budget", "finished",
-    ]
-    round: int = 0
-    text: str = ""
-    progress: Progress | None = None
-    pending: PendingProposal | None = None
-    line: TrajectoryLine | None = None
-    used: int = 0
-    total: int = 0
+__all__ = ["Event", "RunControl", "Session", "SessionState"]
 
 
 class SessionState(BaseModel):
@@ -73,19 +74,19 @@ class Session:
         if self.state.proposer:
             self.proposer.restore(self.state.proposer)
         self._current_round = 0
-        if hasattr(self.proposer, "on_activity"):  # an agent says what it is doing: relay it as log events
-            previous = self.proposer.on_activity
+        previous = self.proposer.on_activity  # a proposer says what it is doing: relay it as log events
 
-            def relay(text: str) -> None:
-                previous(text)
-                self._emit("log", round=self._current_round, text=text)
+        def relay(text: str) -> None:
+            previous(text)
+            self._log(text, self._current_round)
 
-            self.proposer.on_activity = relay
-        self.evaluator.on_progress = lambda p: self._emit("progress", round=self._current_round, progress=p)
+        self.proposer.on_activity = relay
+        self.evaluator.on_progress = lambda p: self.on_event(
+            ProgressEvent(round=self._current_round, progress=p, text=f"{p.phase} {p.k}/{p.n}"))
 
     # --- plumbing -------------------------------------------------------------------------------
-    def _emit(self, kind: str, **kw) -> None:
-        self.on_event(Event(kind=kind, **kw))
+    def _log(self, text: str, round_no: int = 0) -> None:
+        self.on_event(LogEvent(round=round_no, text=text))
 
     def _save_state(self) -> None:
         self.state = self.state.model_copy(update={"proposer": self.proposer.state()})
@@ -103,8 +104,13 @@ class Session:
     def preflight(self) -> Preflight:
         saved = self.ws.read_json("preflight.json")
         if saved and saved.get("status") == "ok" and saved.get("device") == self.evaluator.device:
-            return Preflight.model_validate(saved)
-        self._emit("log", text="preflight: reference self-check and baseline correctness")
+            pre = Preflight.model_validate(saved)
+            self.on_event(PreflightEvent(preflight=pre, recorded_earlier=True,
+                                         text=f"preflight ok (recorded earlier): {pre.baseline}"))
+            if pre.sandbox:
+                self._log(pre.sandbox)
+            return pre
+        self._log("preflight: reference self-check and baseline correctness")
         baseline = self.ws.task.baseline_source
         check = self.evaluator.check(baseline)
         ok = check.status is Status.ok
@@ -123,9 +129,10 @@ class Session:
             timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline")
             self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
         self.ws.write_json("preflight.json", pre)
-        self._emit("preflight", text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}")
+        self.on_event(PreflightEvent(preflight=pre,
+                                     text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}"))
         if check.sandbox is not None:
-            self._emit("log", text=check.sandbox.summary())
+            self._log(check.sandbox.summary())
         return pre
 
     # --- one round ------------------------------------------------------------------------------
@@ -143,9 +150,12 @@ class Session:
             change, trailers = self.ws.proposal_info(commit)
             proposer = self._proposer_from(trailers)
             source = self.ws.source_at(commit)
-            self._emit("log", round=round_no, text=f"round {round_no}: resuming {commit.hexsha[:8]} committed before a stop")
+            self.on_event(RoundStartEvent(round=round_no, resuming=True,
+                                          text=f"round {round_no}: resuming {commit.hexsha[:8]} committed before a stop"))
         else:
             round_no = self.ws.next_round()
+            self._current_round = round_no  # what the proposer says while it works belongs to this round
+            self.on_event(RoundStartEvent(round=round_no, text=f"round {round_no}: asking the proposer"))
             ctx = ProposerContext(
                 round=round_no, best_source=self.ws.best_source,
                 baseline_source=self.ws.task.baseline_source, history=self.ws.trajectory(),
@@ -153,7 +163,7 @@ class Session:
             proposal = self.proposer.propose(ctx)
             self._save_state()
             if proposal is None:
-                self._emit("log", text="the proposer has nothing more to propose")
+                self._log("the proposer has nothing more to propose")
                 return None
             commit = self.ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
             change, proposer, source = proposal.change, proposal.proposer, proposal.source
@@ -163,12 +173,13 @@ class Session:
             round=round_no, commit=commit.hexsha, change=change, proposer=proposer, source=source,
             best_source=self.ws.source_at(best), best_commit=best.hexsha,
         )
-        self._emit("proposal", round=round_no, pending=pending_proposal, text=f"round {round_no}: {change} ({proposer.name})")
+        self.on_event(ProposalEvent(round=round_no, pending=pending_proposal, text=f"round {round_no}: {change} ({proposer.name})"))
 
         decision = self.decider.decide(pending_proposal, self.cancel)
         if self.cancel.is_set():
             return None
-        self._emit("decision", round=round_no, text=f"round {round_no}: {decision.action}" + (f" — {decision.reason}" if decision.reason else ""))
+        self.on_event(DecisionEvent(round=round_no, decision=decision, text=f"round {round_no}: {decision.action}"
+                                    + (f" — {decision.reason}" if decision.reason else "")))
         edited = None
         if decision.action == "reject":
             line = TrajectoryLine(
@@ -191,7 +202,7 @@ class Session:
         line = self._record(round_no, change, proposer, commit.hexsha, best.hexsha, source, pending_proposal.best_source, result)
         if line.accepted:
             self.ws.accept(commit)
-            self._emit("best_changed", round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})")
+            self.on_event(BestChangedEvent(round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})"))
         self._finish_round(line, edited_source=edited)
         return line
 
@@ -230,20 +241,40 @@ class Session:
             rejected_by_person=rejected_by_person, edited_source=edited_source,
         ))
         self._save_state()
-        self._emit("verdict", round=line.round, line=line,
-                   text=f"round {line.round}: {label(verdict_category(line))}: {line.reason}")
-        self._emit("budget", used=self.used, total=self.state.max_steps)
+        self.on_event(VerdictEvent(round=line.round, line=line,
+                                   text=f"round {line.round}: {label(verdict_category(line))}: {line.reason}"))
+        used = self.used
+        self.on_event(BudgetEvent(used=used, total=self.state.max_steps, text=f"budget: {used}/{self.state.max_steps} rounds used"))
 
     # --- the whole run --------------------------------------------------------------------------
-    def run(self) -> RunSummary | None:
-        """Preflight, rounds until the budget or the proposer is spent, then the final re-test and records."""
-        self.ws.reconcile()
-        pre = self.preflight()
+    def run(self, control: RunControl | None = None) -> RunSummary | None:
+        """The one run loop of every front end: repair after a stop, preflight, then rounds as `control`
+        allows (pause, one round, cancel; each round under `control.engine`) until the budget or the
+        proposer is spent. Headless (stop when idle): then the final re-test and its records. A control
+        that stays when idle waits there instead (the person may write a candidate or run the final
+        comparison) until it is cancelled, and returns None."""
+        control = control or RunControl(cancel=self.cancel)
+        with control.engine:
+            for text in self.ws.reconcile():
+                self._log(f"repaired after a stop: {text}")
+            pre = self.preflight()
         if pre.status != "ok":
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=f"preflight failed: {pre.baseline}"))
             return None
-        while self.step() is not None:
-            pass
+        while control.wait_for_go():
+            with control.engine:
+                if self.cancel.is_set():
+                    break
+                line = self.step()
+            if line is None and not self.cancel.is_set():
+                spent = self.remaining <= 0
+                why = "budget spent" if spent else "the proposer has nothing more to propose"
+                self.on_event(IdleEvent(budget_spent=spent, text=f"idle: {why}"))
+                if not control.stay_when_idle:
+                    break
+                control.set_idle(why)
+        if control.stay_when_idle:
+            return None  # the front end runs the final comparison when the person asks for it
         if self.cancel.is_set():
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing="stopped before the final re-test"))
             return None
@@ -252,7 +283,7 @@ class Session:
     def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
         warnings: list[str] = []
-        self._emit("log", text=f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
+        self._log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
         comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source, runs=self.retest_runs)
         if comparison.status is Status.cancelled or self.cancel.is_set():
             return None  # stopped mid re-test: keep whatever records an earlier finalize left
@@ -285,6 +316,7 @@ class Session:
         self.ws.write_json("agent-status.json", status)
         self.state = self.state.model_copy(update={"finished": True})
         self._save_state()
-        self._emit("finished", text=f"{status.status}: {summary.accepted} accepted of {summary.rounds}; {comparison.reason}")
+        self.on_event(FinishedEvent(summary=summary, text=f"{run_status_label(status.status)}: {summary.accepted} accepted "
+                                    f"of {summary.rounds}; {comparison.reason}"))
         return summary
 

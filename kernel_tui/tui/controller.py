@@ -1,7 +1,7 @@
 """The bridge between the screens and the Session: it owns the Session's thread and the person's side.
 
-Thread side (run inside Textual thread workers, see workers.py): `run` opens the workspace, runs the
-preflight and then rounds, one `Session.step()` at a time, between which it honours pause and "next";
+Thread side (run inside Textual thread workers, see workers.py): `run` opens the workspace and hands it to
+`Session.run`, the one run loop headless mode uses too, steered by a RunControl (pause, "next", cancel);
 `finalize`, `report`, `restore`, `history`, `detail` and `tail_agent` are the other blocking jobs. Every
 result reaches the screens as a message (messages.py) carrying display state (view.py).
 
@@ -9,7 +9,7 @@ UI side (called from the event loop, never blocking): approve, reject, stage_edi
 toggle_pause, next_round, toggle_auto, stop.
 
 Nothing from the core is imported at module import: the App paints first, the core loads in a worker.
-One lock, `engine`, is held by whatever moves the workspace forward (a round, the final comparison, a
+One lock, `engine` (the RunControl's), is held by whatever moves the workspace forward (a round, the final comparison, a
 restore), so none of them ever sees another's half-done state; history reads use their own Workspace.
 """
 
@@ -35,7 +35,9 @@ from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, VersionDetai
 
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
-    from kernel_tui.core.session import Event, Session
+    from kernel_tui.core.events import Event
+    from kernel_tui.core.run_control import RunControl
+    from kernel_tui.core.session import Session
     from kernel_tui.core.workspace import Workspace
 
 
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 class RunOptions:
     target: Path | None
     device: str = "auto"
-    proposer: Any = None  # "search" | "llm" | "replay" | a Proposer instance | None (headless.make_proposer decides)
+    proposer: Any = None  # "search" | "llm" | "replay" | a Proposer instance | None (core.opening.make_proposer decides)
     candidates: Path | None = None
     max_steps: int | None = None
     workspace: Path | None = None
@@ -57,13 +59,9 @@ class Controller:
     def __init__(self, options: RunOptions, post: Callable[[Message], object]) -> None:
         self.options, self.post = options, post
         self.cancel = threading.Event()
-        self.engine = threading.Lock()  # held by a round, the final comparison or a restore
+        self.control: RunControl | None = None  # made with the session: the core loads in a worker
         self._jobs = threading.Lock()  # one queued final comparison or restore at a time
         self._writing = threading.Lock()  # one report at a time
-        self._cond = threading.Condition()
-        self._paused = options.paused
-        self._one_shot = False
-        self._idle: str | None = None
         self._finalizing = False
         self._last_phase: tuple | None = None
         self._hist_lock = threading.Lock()
@@ -77,7 +75,16 @@ class Controller:
         self.best_source = ""
         self.state_text = "opening the workspace…"
         self._pending_view: PendingView | None = None
-        self._preflight_ran = False
+        self._preflight_failed: str | None = None
+
+    @property
+    def engine(self) -> threading.Lock:
+        assert self.control is not None
+        return self.control.engine
+
+    @property
+    def _paused(self) -> bool:
+        return self.control.paused if self.control is not None else self.options.paused
 
     # ================================================================================================
     # thread side
@@ -103,9 +110,10 @@ class Controller:
     def _open(self) -> None:
         from kernel_tui.core.errors import KernelTuiError
         from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.run_control import RunControl
         from kernel_tui.core.session import Session
         from kernel_tui.core.workspace import person_identity
-        from kernel_tui.headless import make_proposer, open_or_create
+        from kernel_tui.core.opening import make_proposer, open_or_create
         from kernel_tui.tui.person import PersonDecider, PersonProposer
 
         opts = self.options
@@ -124,6 +132,7 @@ class Controller:
             self.proposer = PersonProposer(inner, self.person, ws.root / ".work")
             self.decider = PersonDecider(on_waiting=self._on_waiting)
             self.decider.auto_approve = opts.auto_approve
+            self.control = RunControl(cancel=self.cancel, paused=opts.paused, stay_when_idle=True)
             self.session = Session(ws, evaluator, self.proposer, self.decider, max_steps=opts.max_steps,
                                    cancel=self.cancel, on_event=self._on_event)
         except BaseException:
@@ -136,60 +145,16 @@ class Controller:
         self.ready.set()
 
     def _loop(self) -> None:
-        assert self.session is not None and self.ws is not None
-        with self.engine:
-            for text in self.ws.reconcile():
-                self._log(f"repaired after a stop: {text}", "yellow")
-            self._state("preflight: reference self-check and baseline correctness…", busy=True)
-            pre = self.session.preflight()
-            self.post(EvalProgress(None))
-            self._refresh()
-        if pre.status != "ok":
-            self._log(f"preflight failed: {pre.baseline}", "bold red")
-            self._state(f"preflight failed: {pre.baseline} — q quits; the workspace is kept")
-            self.cancel.wait()
-            return
-        if not self._preflight_ran:
-            self._log(f"preflight ok (recorded earlier): {pre.baseline}", "green")
-            if pre.sandbox:  # a fresh preflight says this itself, as a log event
-                self._log(pre.sandbox, "yellow" if "missing" in pre.sandbox or "off" in pre.sandbox else "green")
-        if self._paused:
-            self._state("paused — space resumes · n runs one round")
-        while self._wait_for_go():
-            with self.engine:  # all workspace access of a round, and its aftermath, under the one lock
-                if self.cancel.is_set():
-                    break
-                pending = self.ws.pending()
-                self._state(f"round {pending[0][0]}: resuming" if pending else "asking the proposer…", busy=True)
-                line = self.session.step()
-                if line is None and not self.cancel.is_set():
-                    spent = self.session.remaining <= 0
-                    why = "budget spent" if spent else "the proposer has nothing more to propose"
-                    with self._cond:
-                        self._idle = why
-                    self._refresh()
-                    self._state(f"idle: {why} — " + ("" if spent else "w write your own · ")
-                                + "c final comparison · p report")
-            if self.cancel.is_set():
-                break
-            if line is not None:
-                self._state("paused — space resumes · n runs one round" if self._paused else "next round…",
-                            busy=not self._paused)
-
-    def _wait_for_go(self) -> bool:
-        with self._cond:
-            while not self.cancel.is_set():
-                if self._one_shot:
-                    self._one_shot = False
-                    return True
-                if not self._paused and self._idle is None:
-                    return True
-                self._cond.wait(0.25)
-        return False
+        assert self.session is not None and self.control is not None
+        self._state("preflight: reference self-check and baseline correctness…", busy=True)
+        self.session.run(self.control)  # returns when cancelled (it stays when idle), or the preflight failed
+        if self._preflight_failed is not None:
+            self.cancel.wait()  # keep the failure on screen, and the workspace locked, until the person quits
 
     def _close(self) -> None:
         self.stopped.set()
-        got = self.engine.acquire(timeout=60)  # a final comparison or restore in flight ends on cancel
+        # a final comparison or restore in flight ends on cancel
+        got = self.control.engine.acquire(timeout=60) if self.control is not None else False
         try:
             if self.evaluator is not None:
                 self.evaluator.close()
@@ -197,7 +162,7 @@ class Controller:
                 self.ws.unlock()
         finally:
             if got:
-                self.engine.release()
+                self.control.engine.release()
 
     def _acquire_engine(self, what: str) -> bool:
         if self.engine.acquire(blocking=False):
@@ -222,7 +187,7 @@ class Controller:
             try:
                 assert self.session is not None
                 self._state("final comparison: baseline vs best in fresh processes…", busy=True)
-                stopped = None if self._idle else "the person ran the final comparison"
+                stopped = None if self.control.idle else "the person ran the final comparison"
                 summary = self.session.finalize(stopped)
                 if summary is None:  # quit or cancelled mid re-test: the earlier records are kept as they were
                     self._log("final comparison stopped before it finished: no summary written", "yellow")
@@ -326,9 +291,10 @@ class Controller:
 
     # --- Session events (in the Session's thread, or the final comparison's) --------------------------
     def _on_event(self, e: Event) -> None:
+        from kernel_tui.core import events as ev
         from kernel_tui.tui import present
 
-        if e.kind == "progress" and e.progress is not None:
+        if isinstance(e, ev.ProgressEvent):
             p = e.progress
             where = "final comparison" if self._finalizing else ("preflight" if e.round == 0 else f"round {e.round}")
             self.post(EvalProgress(EvalStep(where=where, phase=p.phase, k=p.k, n=p.n, block=p.block)))
@@ -336,17 +302,31 @@ class Controller:
             if key != self._last_phase and p.phase != "done":
                 self._last_phase = key
                 self._log(f"{where}: {p.phase}" + (f" (block {p.block + 1})" if p.phase not in ("policy",) else ""), "dim")
-            return
-        if e.kind == "proposal" and e.pending is not None:
+        elif isinstance(e, ev.PreflightEvent):
+            self.post(EvalProgress(None))
+            self._refresh()
+            pre = e.preflight
+            if pre.status != "ok":
+                self._preflight_failed = pre.baseline
+                self._log(f"preflight failed: {pre.baseline}", "bold red")
+                self._state(f"preflight failed: {pre.baseline} — q quits; the workspace is kept")
+                return
+            self._log(e.text, "green" if e.recorded_earlier else "bold")
+            if self._paused:
+                self._state("paused — space resumes · n runs one round")
+        elif isinstance(e, ev.RoundStartEvent):
+            self._state(f"round {e.round}: resuming" if e.resuming else "asking the proposer…", busy=True)
+            if e.resuming:
+                self._log(e.text)
+        elif isinstance(e, ev.ProposalEvent):
             self.staged = None
             auto = self.decider is not None and self.decider.auto_approve
             state = "auto-approved — evaluating" if auto else \
                 "awaiting your decision — a approve · r reject · e edit · E $EDITOR · f full source"
             self._show_pending(present.pending_view(e.pending, state, waiting=not auto))
             self._log(e.text, "bold")
-            return
-        if e.kind == "decision":
-            if ": reject" in e.text:
+        elif isinstance(e, ev.DecisionEvent):
+            if e.decision.action == "reject":
                 return  # the verdict line says it, with the reason
             self._log(e.text, "cyan")
             if self._pending_view is not None:
@@ -354,8 +334,7 @@ class Controller:
                 self._show_pending(replace(self._pending_view, waiting=False, state=(
                     "your revision — committed as yours, evaluating…" if edited else "approved — evaluating…")))
                 self._state(f"round {e.round}: evaluating…", busy=True)
-            return
-        if e.kind == "verdict" and e.line is not None:
+        elif isinstance(e, ev.VerdictEvent):
             ln = e.line
             style = "bold green" if ln.accepted else ("cyan" if ln.status == "rejected_by_person" else
                                                        "yellow" if ln.status == "ok" else "red")
@@ -366,15 +345,17 @@ class Controller:
                                            state=f"verdict: {present.verdict_word(ln)} — {ln.reason}"))
             self.staged = None
             self._refresh()
-            return
-        if e.kind == "best_changed":
+            self._state("paused — space resumes · n runs one round" if self._paused else "next round…",
+                        busy=not self._paused)
+        elif isinstance(e, ev.BestChangedEvent):
             self._log(e.text, "bold green")
+        elif isinstance(e, ev.IdleEvent):
+            self._refresh()
+            self._state(f"{e.text} — " + ("" if e.budget_spent else "w write your own · ") + "c final comparison · p report")
+        elif isinstance(e, ev.BudgetEvent):
             return
-        if e.kind == "budget":
-            return
-        if e.kind == "preflight":
-            self._preflight_ran = True
-        self._log(e.text, "bold" if e.kind in ("preflight", "finished") else "")
+        else:
+            self._log(e.text, "bold" if isinstance(e, ev.FinishedEvent) else "")
 
     def _on_waiting(self, pending: PendingProposal | None) -> None:
         if pending is not None:
@@ -469,42 +450,35 @@ class Controller:
         return None
 
     def write_own(self, source: str, change: str) -> str | None:
-        if self.proposer is None:
+        if self.proposer is None or self.control is None:
             return "the workspace is not open yet"
         if self.session is not None and self.session.remaining <= 0:
             return "the budget is spent: no more rounds"
         self.proposer.queue(source, change)
-        with self._cond:
-            if self._idle is not None or self._paused:
-                self._idle = None
-                self._one_shot = True
-            self._cond.notify_all()
+        self.control.one_round()  # paused or idle: run it now; running: it is the next round anyway
         self._log(f"your candidate is queued: {change}", "cyan")
         return None
 
     def pause(self) -> None:
-        with self._cond:
-            self._paused = True
+        if self.control is not None:
+            self.control.pause()
         self._state()
 
     def toggle_pause(self) -> bool:
-        with self._cond:
-            self._paused = not self._paused
-            if not self._paused and self._idle and (self.session is None or self.session.remaining > 0):
-                self._idle = None  # resume asks the proposer again
-            self._cond.notify_all()
+        if self.control is None:
+            self.options.paused = not self.options.paused
+            return self.options.paused
+        paused = self.control.toggle_pause(may_resume_idle=self.session is None or self.session.remaining > 0)
         self._state()
-        return self._paused
+        return paused
 
     def next_round(self) -> str | None:
         if self.session is not None and self.session.remaining <= 0:
             return "the budget is spent: no more rounds"
-        with self._cond:
-            if not (self._paused or self._idle):
-                return "rounds are already running (space pauses)"
-            self._idle = None
-            self._one_shot = True
-            self._cond.notify_all()
+        if self.control is None:
+            return "the workspace is not open yet"
+        if not self.control.one_round():
+            return "rounds are already running (space pauses)"
         return None
 
     def toggle_auto(self) -> bool:
@@ -520,5 +494,5 @@ class Controller:
         self.cancel.set()
         if self.decider is not None:
             self.decider.wake()
-        with self._cond:
-            self._cond.notify_all()
+        if self.control is not None:
+            self.control.stop()

@@ -83,6 +83,14 @@ class PersonProposer(Proposer):
         self._draft_change = draft_dir / "person-draft.txt"
         self._person_rounds: set[int] = set()
 
+    @property  # type: ignore[override]
+    def on_activity(self) -> Callable[[str], None]:
+        return self.inner.on_activity  # the wrapped proposer (an agent) is the one that has something to say
+
+    @on_activity.setter
+    def on_activity(self, report: Callable[[str], None]) -> None:
+        self.inner.on_activity = report
+
     @property
     def has_draft(self) -> bool:
         return self.draft_path.exists()

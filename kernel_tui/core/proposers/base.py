@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
@@ -37,10 +39,24 @@ class Feedback(BaseModel):
     edited_source: str | None = None  # what the person changed the proposal into, if they did
 
 
+def _silent(text: str) -> None:
+    pass
+
+
 class Proposer:
-    """Base class. `propose` returns None when the proposer has nothing more to offer."""
+    """Base class. `propose` returns None when the proposer has nothing more to offer. A proposer that
+    works for a while (an agent calling a model, retrying, spending its step budget) says what it is doing
+    through `on_activity`; the Session relays it to every front end."""
 
     info: ProposerInfo
+
+    @property
+    def on_activity(self) -> Callable[[str], None]:
+        return self.__dict__.get("_on_activity", _silent)
+
+    @on_activity.setter
+    def on_activity(self, report: Callable[[str], None]) -> None:
+        self.__dict__["_on_activity"] = report
 
     def propose(self, context: ProposerContext) -> Proposal | None:
         raise NotImplementedError

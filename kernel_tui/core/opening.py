@@ -1,0 +1,95 @@
+"""Opening a run: a workspace to resume or a task to start one from, and the proposer to drive it.
+
+Both front ends call these. The `check_*` functions refuse what opening would refuse, before anything is
+created, so bad input is one line and leaves no half-made workspace behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernel_tui.core.errors import KernelTuiError
+
+if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this before the screen opens
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.proposers.base import Proposer
+    from kernel_tui.core.workspace import Workspace
+
+
+def check_target(target: Path, workspace: Path | None) -> Workspace | None:
+    """Refuse what open_or_create would refuse, creating nothing: the resumed workspace (tried for its lock,
+    left unlocked), or None for a task directory that starts a new one."""
+    from kernel_tui.core.task import load_task
+    from kernel_tui.core.workspace import Workspace
+
+    if not target.exists():
+        raise KernelTuiError(f"{target}: no such directory")
+    if Workspace.is_workspace(target):
+        if workspace is not None and workspace.resolve() != target.resolve():
+            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+        ws = Workspace.open(target)
+        ws.lock()  # another process holding it is refused now, not after the screen has opened
+        ws.unlock()
+        return ws
+    if (target / ".git").exists():
+        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
+    if not (target / "task.json").exists():
+        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
+    load_task(target)
+    if workspace is not None and workspace.exists() and (not workspace.is_dir() or any(workspace.iterdir())):
+        raise KernelTuiError(f"{workspace}: exists and is not empty; pick another --workspace")
+    return None
+
+
+def check_proposer(kind: str | None, candidates: Path | None, resumed: Workspace | None) -> None:
+    """Refuse a proposer make_proposer could not build, before a workspace exists (it decides the same way)."""
+    from kernel_tui.config import AgentSettings
+
+    saved = ((resumed.read_json("session.json") or {}).get("proposer") or {}) if resumed is not None else {}
+    kind = kind or saved.get("kind") or ("replay" if candidates else None)
+    if kind == "replay":
+        from kernel_tui.core.proposers.replay import ReplayProposer
+
+        directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
+        if directory is None:
+            raise KernelTuiError("--proposer replay needs --candidates DIR")
+        ReplayProposer(directory)  # a directory holding *.py candidates
+    elif kind in (None, "llm"):
+        settings = AgentSettings.load()  # a bad value is refused here too, not after the workspace exists
+        if kind == "llm":
+            settings.require_model()
+
+
+def open_or_create(target: Path, workspace: Path | None) -> Workspace:
+    """A workspace path resumes it; a task directory starts a new workspace."""
+    from kernel_tui.core.workspace import Workspace
+
+    if Workspace.is_workspace(target):
+        if workspace is not None and workspace.resolve() != target.resolve():
+            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+        return Workspace.open(target)
+    if (target / ".git").exists():
+        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
+    if not (target / "task.json").exists():
+        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
+    return Workspace.create(target, path=workspace) if workspace else Workspace.create(target)
+
+
+def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, evaluator: Evaluator) -> Proposer:
+    """The asked-for proposer; on resume the one the run started with; else llm if configured, else search."""
+    saved = (ws.read_json("session.json") or {}).get("proposer") or {}
+    if kind is None:
+        from kernel_tui.core.proposers.factory import default_kind
+
+        kind = saved.get("kind") or ("replay" if candidates else default_kind())
+    if kind == "replay":
+        from kernel_tui.core.proposers.replay import ReplayProposer
+
+        directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
+        if directory is None:
+            raise KernelTuiError("--proposer replay needs --candidates DIR")
+        return ReplayProposer(directory)
+    from kernel_tui.core.proposers.factory import build
+
+    return build(kind, ws, evaluator)

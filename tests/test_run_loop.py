@@ -1,0 +1,112 @@
+"""The one run loop (`Session.run`) that both front ends drive: pause, one round, idle, cancel; typed events;
+a proposer's activity relayed through any wrapper. No evaluation runs: the person rejects every proposal."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kernel_tui.core import events as ev
+from kernel_tui.core import session as session_module
+from kernel_tui.core.compare import Comparison
+from kernel_tui.core.decision import Decision
+from kernel_tui.core.proposers.base import Proposal, ProposerContext
+from kernel_tui.core.proposers.replay import ReplayProposer
+from kernel_tui.core.records import Preflight, ProposerInfo
+from kernel_tui.core.run_control import RunControl
+from kernel_tui.core.session import Session
+from kernel_tui.core.workspace import Workspace
+from kernel_tui.tui.person import PersonProposer
+from tests.conftest import FIXTURES
+from tests.test_history import StubEvaluator
+from tests.test_tui_support import ADA, CANDIDATES
+
+
+class Rejects:
+    def decide(self, pending, cancel):
+        return Decision(action="reject", reason="not this one")
+
+
+def workspace(tmp_path) -> Workspace:
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ws.write_json("preflight.json", Preflight(status="ok", reference="ok", baseline="correct", device="cpu"))
+    return ws
+
+
+def wait(predicate, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.02)
+
+
+def test_the_loop_honours_pause_one_round_idle_and_cancel(tmp_path):
+    ws = workspace(tmp_path)
+    events: list[ev.Event] = []
+    control = RunControl(paused=True, stay_when_idle=True)
+    session = Session(ws, StubEvaluator(), ReplayProposer(CANDIDATES), Rejects(), max_steps=10,  # type: ignore[arg-type]
+                      cancel=control.cancel, on_event=events.append)
+    result: list = []
+    loop = threading.Thread(target=lambda: result.append(session.run(control)))
+    loop.start()
+    try:
+        wait(lambda: any(isinstance(e, ev.PreflightEvent) for e in events))
+        time.sleep(0.3)
+        assert ws.trajectory() == []  # paused: no round starts
+        assert control.one_round()
+        wait(lambda: len(ws.trajectory()) == 1)
+        time.sleep(0.3)
+        assert len(ws.trajectory()) == 1  # exactly one
+        assert not control.toggle_pause()  # resume: the rest of the candidates, then idle
+        wait(lambda: any(isinstance(e, ev.IdleEvent) for e in events))
+        assert len(ws.trajectory()) == 4 and control.idle == "the proposer has nothing more to propose"
+        assert loop.is_alive()  # the screen's loop stays when idle
+    finally:
+        control.stop()
+        loop.join(20)
+    assert not loop.is_alive() and result == [None]
+    assert ws.read_json("agent-status.json") is None  # quitting the screen writes no verdict on the run
+    decisions = [e for e in events if isinstance(e, ev.DecisionEvent)]
+    assert [d.decision.action for d in decisions] == ["reject"] * 4 and decisions[0].decision.reason == "not this one"
+    assert all(isinstance(e, ev.Event) and e.kind for e in events)
+
+
+def test_headless_defaults_stop_when_idle_and_finalize(tmp_path, monkeypatch):
+    monkeypatch.setattr(session_module, "compare", lambda *a, **k: Comparison(
+        status="ok", reason="S = 1.000x", device="cpu", speedup=1.0, median_paired_improvement=0.0))
+    ws = workspace(tmp_path)
+    events: list[ev.Event] = []
+    session = Session(ws, StubEvaluator(), ReplayProposer(CANDIDATES), Rejects(), max_steps=2,  # type: ignore[arg-type]
+                      on_event=events.append)
+    summary = session.run()
+    assert summary is not None and summary.rounds == 2
+    idle = [e for e in events if isinstance(e, ev.IdleEvent)]
+    assert len(idle) == 1 and idle[0].budget_spent
+    assert isinstance(events[-1], ev.FinishedEvent) and events[-1].summary == summary
+
+
+class Talkative(ReplayProposer):
+    """A proposer that says what it is doing, as the agent does (model calls, retries, budget)."""
+
+    def propose(self, context: ProposerContext) -> Proposal | None:
+        self.on_activity(f"agent: model call 1/3 for round {context.round}")
+        return super().propose(context)
+
+
+def test_a_proposers_activity_reaches_the_front_end_through_the_persons_wrapper(tmp_path):
+    ws = workspace(tmp_path)
+    events: list[ev.Event] = []
+    wrapped = PersonProposer(Talkative(CANDIDATES), ADA, ws.root / ".work")
+    session = Session(ws, StubEvaluator(), wrapped, Rejects(), max_steps=1, on_event=events.append)  # type: ignore[arg-type]
+    session.step()
+    said = [e for e in events if isinstance(e, ev.LogEvent) and e.text.startswith("agent:")]
+    assert [e.text for e in said] == ["agent: model call 1/3 for round 1"] and said[0].round == 1
+
+
+def test_the_persons_own_candidate_is_not_attributed_to_the_wrapped_proposer(tmp_path):
+    ws = workspace(tmp_path)
+    wrapped = PersonProposer(ReplayProposer(CANDIDATES), ADA, ws.root / ".work")
+    wrapped.queue(ws.best_source + "\n# mine\n", "my own try")
+    session = Session(ws, StubEvaluator(), wrapped, Rejects(), max_steps=1)  # type: ignore[arg-type]
+    line = session.step()
+    assert line is not None and line.proposer == ProposerInfo(kind="person", name=ADA.name, email=ADA.email)
