@@ -180,6 +180,9 @@ def test_person_rejects_with_a_reason_and_edits_in_place(tmp_path):
     assert edit.author.name == "Ada" and edit.parents[0].author.name.startswith("kernel-tui")
     assert second.commit == edit.hexsha and second.status == "ok" and second.proposer.kind == "person"
     assert "BLOCK_SIZE = 512" in ws.source_at(edit)
+    # the record says what was evaluated (512), then what the proposer had proposed
+    assert second.change == f"edited: BLOCK_SIZE: 256 -> 512 (proposed: {person.seen[1].change})"
+    assert edit.message.splitlines()[0].startswith(second.change)
     assert proposer.feedbacks[1].edited_source and "BLOCK_SIZE = 512" in proposer.feedbacks[1].edited_source
     assert session.step() is None  # budget of 2 spent
     kinds = [e.kind for e in events]

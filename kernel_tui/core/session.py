@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
+from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
 from kernel_tui.core.events import (
     BestChangedEvent,
@@ -192,7 +193,8 @@ class Session:
             return line
         if decision.action == "edit" and decision.source is not None:
             person = decision.person or ProposerInfo(kind="person", name="person")
-            commit = self.ws.commit_edit(round_no, decision.source, commit, person, decision.reason)
+            change = describe_edit(pending_proposal.best_source, decision.source, change)
+            commit = self.ws.commit_edit(round_no, decision.source, commit, person, decision.reason, change=change)
             source = edited = decision.source
             proposer = person
 

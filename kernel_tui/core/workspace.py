@@ -264,11 +264,14 @@ class Workspace:
         git.Reference.create(self.repo, f"{CANDIDATES}/{round_no:04d}", commit, force=True)
         return commit
 
-    def commit_edit(self, round_no: int, source: str, proposal: git.Commit, person: ProposerInfo, note: str = "") -> git.Commit:
-        """A person's revision of a proposal: a new commit on top of it, authored by them."""
-        change, trailers = self.proposal_info(proposal)
+    def commit_edit(self, round_no: int, source: str, proposal: git.Commit, person: ProposerInfo, note: str = "",
+                    change: str | None = None) -> git.Commit:
+        """A person's revision of a proposal: a new commit on top of it, authored by them. `change` says what
+        the revision evaluates (the proposal's own description no longer does)."""
+        proposed, trailers = self.proposal_info(proposal)
         trailers.update({"Edited-by": f"{person.name} <{person.email or 'person@localhost'}>"})
-        message = _message(f"{change} (edited{': ' + note if note else ''})", trailers)
+        subject = change or f"{proposed} (edited)"
+        message = _message(subject + (f" — {note}" if note else ""), trailers)
         commit = self._commit_source(source, message, proposal, actor_for(person))
         git.Reference.create(self.repo, f"{CANDIDATES}/{round_no:04d}", commit, force=True)
         return commit

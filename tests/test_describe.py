@@ -1,0 +1,22 @@
+"""Describing a source change in a few words, from the sources."""
+
+from kernel_tui.core.describe import describe_change, describe_edit
+
+
+def test_one_changed_value_is_named_by_what_it_sets():
+    assert describe_change("BLOCK_SIZE = 256\nx = 1\n", "BLOCK_SIZE = 1024\nx = 1\n") == "BLOCK_SIZE: 256 -> 1024"
+    assert describe_change("k[grid](x, num_warps=4)", "k[grid](x, num_warps=8)") == "num_warps: 4 -> 8"
+    assert describe_change('tl.load(p, eviction_policy="evict_last")', 'tl.load(p, eviction_policy="evict_first")') \
+        == "eviction_policy: evict_last -> evict_first"
+
+
+def test_larger_changes_are_counted_and_no_change_is_said():
+    assert describe_change("a\nb\nc\n", "a\nB\nc\nd\n") == "b -> B; 1 line(s) added"
+    assert describe_change("a\nb\n", "a\n") == "1 line(s) removed"
+    assert describe_change("same\n", "same\n") == "no change"
+    assert len(describe_change("x = 1\n", "x = " + "9" * 300 + "\n")) <= 100
+
+
+def test_an_edit_says_what_is_evaluated_and_what_was_proposed():
+    text = describe_edit("BLOCK_SIZE = 256\n", "BLOCK_SIZE = 1024\n", "block_size 256 -> 8192")
+    assert text == "edited: BLOCK_SIZE: 256 -> 1024 (proposed: block_size 256 -> 8192)"
