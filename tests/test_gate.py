@@ -26,6 +26,7 @@ from kernel_tui.core.gate import (
     decide,
     median_upper_bound,
     paired_improvements,
+    policy_problems,
     published_rule,
     summarize,
 )
@@ -107,6 +108,34 @@ def test_models_are_frozen_and_policy_checked():
     v = decide([b])
     with pytest.raises(ValidationError):
         v.accepted = True
+
+
+def test_policy_problems_lists_every_problem_in_the_callers_spelling():
+    assert policy_problems({"min_blocks": 4}) == []
+    problems = policy_problems({"min_blocks": 1, "confirm_blocks": -1}, spell=lambda n: n.upper())
+    assert problems == ["MIN_BLOCKS: Input should be greater than or equal to 2 (got 1)",
+                        "CONFIRM_BLOCKS: Input should be greater than or equal to 0 (got -1)"]
+    assert policy_problems({"min_blocks": 5, "max_blocks": 4}) == ["max_blocks (4) must be >= min_blocks (5)"]
+
+
+@pytest.mark.parametrize("gate, cuda, cpu", [
+    ({}, (3, 6, 2), (2, 3, 1)),
+    ({"minBlocks": 4}, (4, 6, 2), (2, 3, 1)),  # valid on a GPU: capped on the CPU, not a failure
+    ({"minBlocks": 2, "maxBlocks": 10, "confirmBlocks": 0}, (2, 10, 0), (2, 3, 0)),
+    ({"minBlocks": 6, "maxBlocks": 6}, (6, 6, 2), (2, 3, 1)),
+])
+def test_gate_policy_for_caps_every_block_count_on_the_cpu(vector_add, gate, cuda, cpu):
+    import dataclasses
+
+    from kernel_tui.core.evaluator.evaluator import gate_policy_for
+    from kernel_tui.core.task import TaskSpec
+
+    data = {**vector_add.spec.model_dump(by_alias=True), "gate": gate}
+    task = dataclasses.replace(vector_add, spec=TaskSpec.model_validate(data))
+    for device, want in (("cuda", cuda), ("cpu", cpu)):
+        policy = gate_policy_for(task, device)
+        assert (policy.min_blocks, policy.max_blocks, policy.confirm_blocks) == want, device
+        assert policy.min_improvement == task.spec.optimization.min_improvement_fraction
 
 
 def test_look_alphas_spend_exactly_alpha_and_grow():

@@ -23,7 +23,14 @@ from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.llm import MESSAGES_FILE, TOOL_CALLS_FILE, AgentError, LLMProposer
-from kernel_tui.core.proposers.llm_tools import TOOL_NAMES, ToolArgumentError, parse_arguments, verdict_result
+from kernel_tui.core.proposers.llm_tools import (
+    ARGUMENTS,
+    TOOL_NAMES,
+    TOOLS,
+    ToolArgumentError,
+    parse_arguments,
+    verdict_result,
+)
 from kernel_tui.core.proposers.prompt import NUDGE
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.session import Session
@@ -290,6 +297,24 @@ def test_malformed_tool_calls_become_messages_the_model_can_act_on():
         parse_arguments("finish", "[1, 2]")
     assert parse_arguments("get_history", "").limit == 10  # type: ignore[attr-defined]
     assert parse_arguments("read_best", "").model_dump() == {}
+
+
+def test_tool_schemas_carry_every_constraint_and_description_of_the_argument_models():
+    schemas = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    assert set(schemas) == set(TOOL_NAMES)
+    for name, model in ARGUMENTS.items():
+        schema, own = schemas[name], model.model_json_schema()
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert schema["required"] == own.get("required", [])
+        assert set(schema["properties"]) == set(model.model_fields)
+        for field, prop in own["properties"].items():
+            prop = {k: v for k, v in prop.items() if k != "title"}
+            assert schema["properties"][field] == prop, (name, field)
+            assert prop["description"]
+    limit = schemas["get_history"]["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 200, 10)  # the model learns limit <= 200
+    assert schemas["submit_candidate"]["properties"]["change"]["minLength"] == 1
+    json.dumps(TOOLS)
 
 
 def test_the_verdict_text_carries_the_persons_edit():

@@ -260,6 +260,39 @@ def test_person_rejection_and_edit_are_taken():
         p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=0.0))
 
 
+def test_a_rejected_change_is_not_proposed_again_from_the_same_state_even_after_a_restart():
+    # the person rejects "cache_modifier .cg" on the baseline; the best never moves, so every later proposal
+    # is made from the same state: neither the step again nor a two-step path through it, before or after
+    # a restore into a fresh proposer
+    base = baseline("vector_add")
+    p = SearchProposer(seed=0)
+
+    def ctx(r: int) -> ProposerContext:
+        return ProposerContext(round=r, best_source=base, baseline_source=base, history=[])
+
+    def neutral(r: int) -> None:
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=0.0))
+
+    rejected = 1
+    while "cache_modifier .cg" not in p.propose(ctx(rejected)).change:
+        neutral(rejected)
+        rejected += 1
+    p.feedback(Feedback(round=rejected, status="rejected_by_person", accepted=False, reason="no .cg here",
+                        rejected_by_person=True))
+    fresh = SearchProposer(seed=0)
+    fresh.restore(json.loads(json.dumps(p.state())))
+    p = fresh
+    later = []
+    for r in range(rejected + 1, rejected + 400):
+        proposal = p.propose(ctx(r))
+        if proposal is None:
+            break
+        later.append(proposal.change)
+        neutral(r)
+    assert later and any(", then " in c for c in later)  # the two-step paths were reached
+    assert not [c for c in later if "cache_modifier .cg" in c]
+
+
 def test_imports_no_torch_triton_or_textual():
     code = ("import sys; import kernel_tui.core.proposers.search, kernel_tui.core.proposers.transforms; "
             "print(sorted(m for m in ('torch', 'triton', 'textual') if m in sys.modules))")

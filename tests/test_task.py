@@ -120,6 +120,42 @@ def test_invalid_spec_gives_one_line_naming_file_and_field(tmp_path, mutate, nee
     assert needle in message
 
 
+@pytest.mark.parametrize(
+    "gate, problems",
+    [
+        # below the gate's own bound (a t-test needs two blocks), though the task schema once took 1
+        ({"minBlocks": 1}, ["field gate: minBlocks: Input should be greater than or equal to 2 (got 1)"]),
+        # every problem in the one line, not the first and a count
+        ({"minBlocks": 1, "maxBlocks": 1, "alpha": 0.7}, ["alpha: Input should be less than 0.5 (got 0.7)",
+                                                          "minBlocks: Input should be greater than or equal to 2",
+                                                          "maxBlocks: Input should be greater than or equal to 2"]),
+        # against the gate's default for what is not set: a GPU run would fail on it before any round
+        ({"minBlocks": 8}, ["field gate: maxBlocks (6) must be >= minBlocks (8)"]),
+    ],
+)
+def test_gate_section_is_checked_at_load_by_the_gates_own_bounds(tmp_path, gate, problems):
+    data = _base()
+    data["gate"] = gate
+    data["correctness"]["atol"] = "tight"  # and a problem elsewhere: listed too
+    _write(tmp_path, data)
+    with pytest.raises(TaskError) as info:
+        load_spec(tmp_path / "task.json")
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(str(tmp_path / "task.json"))
+    assert "field correctness.atol" in message
+    for problem in problems:
+        assert problem in message
+
+
+def test_a_gate_section_the_gate_accepts_loads():
+    data = _base()
+    data["gate"] = {"minBlocks": 4, "alpha": 0.05}
+    from kernel_tui.core.task import TaskSpec
+
+    spec = TaskSpec.model_validate(data)
+    assert spec.gate.overrides() == {"min_blocks": 4, "alpha": 0.05}
+
+
 def test_invalid_json_and_missing_files(tmp_path):
     _write(tmp_path, "{not json")
     with pytest.raises(TaskError, match=r"invalid JSON at line 1"):

@@ -40,13 +40,20 @@ The statistics:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from scipy import special, stats
 
 __all__ = [
@@ -61,6 +68,7 @@ __all__ = [
     "log_ratios",
     "median_upper_bound",
     "paired_improvements",
+    "policy_problems",
     "published_rule",
     "summarize",
 ]
@@ -124,6 +132,25 @@ class GatePolicy(BaseModel):
 
         before = spent(k - 1) if k > self.min_blocks else 0.0
         return self.alpha * (spent(k) - before)
+
+
+def policy_problems(settings: Mapping[str, object], spell: Callable[[str], str] = str) -> list[str]:
+    """Every reason `GatePolicy(**settings)` fails, one phrase each (none: it builds), with the settings
+    named as `spell` writes them (a task file: camelCase). Whoever takes gate settings from a person checks
+    them here, so the gate's bounds are stated once, in GatePolicy."""
+    try:
+        GatePolicy(**settings)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            text = err["msg"].removeprefix("Value error, ")
+            for name in GatePolicy.model_fields:  # a check across settings names them in its text
+                text = text.replace(name, spell(name))
+            if err["loc"]:
+                text = f"{'.'.join(spell(str(p)) for p in err['loc'])}: {text} (got {err['input']!r})"
+            problems.append(text)
+        return problems
+    return []
 
 
 class Block(BaseModel):

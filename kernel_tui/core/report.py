@@ -106,6 +106,13 @@ class RunRecords:
         return list(dict.fromkeys(lab for lab in found if lab))
 
     @property
+    def timing_warnings(self) -> list[str]:
+        """What the baseline's timing worker could not do as designed (same machine, same torch as every round)."""
+        timing = (self.baseline_eval or {}).get("timing")
+        found = timing.get("warnings") if isinstance(timing, dict) else None
+        return [str(w) for w in found] if isinstance(found, list) else []
+
+    @property
     def device(self) -> str:
         for candidate in (self.summary and self.summary.device, (self.environment or {}).get("device"),
                           self.comparison and self.comparison.device, self.lines and self.lines[-1].device):
@@ -421,6 +428,7 @@ def _section_environment(r: RunRecords) -> list[str]:
             out.append(f"- hardware: {_cell(hw[key], 200)}")
     for label in r.timing_labels:
         out.append(f"- timing: {_cell(label)}")
+    out += [f"- timing warning: {_cell(w)}" for w in r.timing_warnings]
     if r.preflight is not None:
         p = r.preflight
         out.append(f"- preflight: **{p.status}** on {p.device} (reference: {_cell(p.reference, 100)}; "

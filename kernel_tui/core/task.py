@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from kernel_tui.core import gate
 from kernel_tui.core.errors import TaskError
 from kernel_tui.core.expressions import ExpressionError, evaluate, names_in
 
@@ -107,12 +108,26 @@ class OptimizationSpec(_Model):
 
 
 class GateSpec(_Model):
-    """Optional overrides of the accept gate's sequential design."""
+    """Optional overrides of the accept gate's sequential design.
 
-    alpha: float | None = Field(None, gt=0, lt=0.5)
-    min_blocks: int | None = Field(None, ge=1)
-    max_blocks: int | None = Field(None, ge=1)
-    confirm_blocks: int | None = Field(None, ge=0)
+    Checked here, at load, by the gate itself (GatePolicy's bounds, its defaults for what is not set):
+    what loads builds a gate, and a mistake is reported once, every problem in one line.
+    """
+
+    alpha: float | None = None
+    min_blocks: int | None = None
+    max_blocks: int | None = None
+    confirm_blocks: int | None = None
+
+    def overrides(self) -> dict[str, float | int]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+    @model_validator(mode="after")
+    def _gate_accepts(self) -> GateSpec:
+        problems = gate.policy_problems(self.overrides(), spell=to_camel)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class CostModel(_Model):
@@ -272,10 +287,12 @@ class Task:
 
 
 def _describe_validation(path: Path, exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{path}: field {where}: {err['msg']}{more}"
+    """One line naming the file and every field at fault, so one edit can fix them all."""
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        problems.append(f"field {where}: {err['msg'].removeprefix('Value error, ')}")
+    return f"{path}: {' | '.join(problems)}"
 
 
 def load_spec(path: Path) -> TaskSpec:

@@ -77,15 +77,20 @@ def resolve_device(device: str) -> Literal["cpu", "cuda"]:
 
 
 # On the CPU interpreter timings carry no GPU meaning, so the sequential design is kept short: the
-# pipeline and the statistics run as on a GPU, with fewer processes.
+# pipeline and the statistics run as on a GPU, with fewer processes. Caps, not defaults: each block count
+# is at most this whatever the task asks, min_blocks included, so that a gate valid on a GPU (checked when
+# the task loaded) stays valid here (min ≤ 2 ≤ max ≤ 3) instead of failing.
 INTERPRETER_GATE = {"min_blocks": 2, "max_blocks": 3, "confirm_blocks": 1}
 
 
 def gate_policy_for(task: Task, device: str = "cuda") -> gate.GatePolicy:
-    overrides = {k: v for k, v in task.spec.gate.model_dump().items() if v is not None}
+    """The task's gate: its overrides of the gate's defaults, on the CPU capped by INTERPRETER_GATE (the
+    capped policy is what each evaluation's request.json records as its gate)."""
+    settings = {"min_improvement": task.spec.optimization.min_improvement_fraction, **task.spec.gate.overrides()}
     if device == "cpu":
-        overrides = {**INTERPRETER_GATE, **overrides}
-    return gate.GatePolicy(min_improvement=task.spec.optimization.min_improvement_fraction, **overrides)
+        for name, cap in INTERPRETER_GATE.items():
+            settings[name] = min(settings.get(name, getattr(gate.DEFAULT_POLICY, name)), cap)
+    return gate.GatePolicy(**settings)
 
 
 def timing_label(block: TimingBlock | None, device_name: str = "") -> str:

@@ -80,6 +80,8 @@ class TimingBlock(_Frozen):
     timed_outputs_checked: int = 0
     hold_seconds: float | None = None  # flush mode: how long the GPU was held while the host enqueued
     hold_retakes: int = 0  # samples retaken with a longer hold because enqueueing outran it
+    # what this process could not do as designed (no GPU hold, a partial stream-order check), one line each
+    warnings: list[str] = Field(default_factory=list)
 
 
 class Environment(_Frozen):

@@ -7,6 +7,10 @@ candidate once with the current stream blocked by a sleep kernel, then reads the
 stream of its own while the current stream is still blocked: any output already written came from
 another stream. A stream forked off the current one (it waits on it) and never joined back passes that
 probe, so one call is also captured in a CUDA graph: ending a capture with an unjoined fork fails.
+
+Blocking a stream takes torch.cuda._sleep, a private function a torch build may lack. Without it the probe
+cannot run, only the capture does, and `sleep_warnings` says so: every timing block carries its lines, so
+the result and the report show what was not checked (timing's hold of the GPU needs the sleep too).
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ def _sleep_cycles_per_second() -> float:
     end.record()
     end.synchronize()
     return 2_000_000 / max(start.elapsed_time(end) / 1e3, 1e-6)
+
+
+def can_sleep() -> bool:
+    return hasattr(torch.cuda, "_sleep")
+
+
+def sleep_warnings() -> list[str]:
+    """What this process cannot do for want of torch.cuda._sleep, one line each (none when it has it)."""
+    if can_sleep():
+        return []
+    missing = f"torch.cuda._sleep is missing from torch {torch.__version__}"
+    return [
+        (f"{missing}: the GPU is not held while the host enqueues a flush-mode sample, so those timings may "
+         "include host launch time"),
+        (f"{missing}: the stream-order check cannot block the calling stream, so it catches only work forked "
+         "onto another stream and never joined back, not work on an unrelated stream"),
+    ]
 
 
 def gpu_sleep(seconds: float) -> None:
@@ -66,9 +87,22 @@ def _capture_error(candidate: Callable, s: ArgumentSet) -> str | None:
 def check_stream_order(candidate: Callable, s: ArgumentSet) -> str | None:
     """None when the candidate's work is ordered on the current stream; else the one-line reason.
     The candidate must have been called once already (compiled: the blocked stream must not wait on
-    the compiler)."""
-    if not s.outputs or not hasattr(torch.cuda, "_sleep"):
+    the compiler). Without torch.cuda._sleep only the capture runs (see `sleep_warnings`)."""
+    if not s.outputs:
         return None
+    stray = _stray_output(candidate, s) if can_sleep() else None
+    if stray is not None:
+        return (f"side-stream: output {stray!r} was written while the calling stream was still blocked: "
+                "the candidate's kernels run on another stream, outside the timed one")
+    unjoined = _capture_error(candidate, s)
+    if unjoined:
+        return ("side-stream: the candidate forks work onto another stream and never joins it back to the "
+                f"calling stream, so the timed stream ends before its kernels do ({unjoined.splitlines()[0][:120]})")
+    return None
+
+
+def _stray_output(candidate: Callable, s: ArgumentSet) -> str | None:
+    """The first output written while the calling stream was blocked, if any: written from another stream."""
     current = torch.cuda.current_stream()
     probe = torch.cuda.Stream()
     s.prepare_call()
@@ -88,11 +122,4 @@ def check_stream_order(candidate: Callable, s: ArgumentSet) -> str | None:
         stray = next((name for name, w in zip(s.outputs, written) if bool(w)), None)
         time.sleep(BLOCK_SECONDS / 40)
     torch.cuda.synchronize()
-    if stray is not None:
-        return (f"side-stream: output {stray!r} was written while the calling stream was still blocked: "
-                "the candidate's kernels run on another stream, outside the timed one")
-    unjoined = _capture_error(candidate, s)
-    if unjoined:
-        return ("side-stream: the candidate forks work onto another stream and never joins it back to the "
-                f"calling stream, so the timed stream ends before its kernels do ({unjoined.splitlines()[0][:120]})")
-    return None
+    return stray

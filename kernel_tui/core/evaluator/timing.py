@@ -38,7 +38,7 @@ import torch
 from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, tensor_bytes
 from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
 from kernel_tui.core.evaluator.recorder import HostOpRecorder
-from kernel_tui.core.evaluator.streams import gpu_sleep
+from kernel_tui.core.evaluator.streams import can_sleep, gpu_sleep, sleep_warnings
 from kernel_tui.core.task import ShapeCase, TaskSpec
 
 FLUSH_MIN_BYTES = 256 * 2**20
@@ -107,6 +107,7 @@ class BlockTimer:
         self.checked = 0
         self.hold_seconds = self.hold_base = HOLD_MIN_SECONDS
         self.hold_retakes = 0
+        self.holds = can_sleep()  # else flush samples run unheld, and the block says so
 
     # --- shared ---------------------------------------------------------------------------------
     def _refresh(self, sample: int) -> None:
@@ -217,7 +218,8 @@ class BlockTimer:
             rotating_sets=len(self.sets), l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
             launch_overhead_incumbent=overhead["incumbent"], launch_overhead_candidate=overhead["candidate"],
             timed_outputs_checked=self.checked,
-            hold_seconds=self.hold_seconds if method == "flush" else None, hold_retakes=self.hold_retakes,
+            hold_seconds=self.hold_seconds if method == "flush" and self.holds else None,
+            hold_retakes=self.hold_retakes, warnings=sleep_warnings(),
         )
 
     def _launch_overhead(self, kernel: _Kernel, calls: int = 20, repeats: int = 5) -> float:
@@ -243,12 +245,14 @@ class BlockTimer:
 
     def _hold_gpu(self) -> None:
         """Keep the GPU busy so the host can enqueue a whole sample before any of it runs."""
-        if hasattr(torch.cuda, "_sleep"):
+        if self.holds:
             gpu_sleep(self.hold_seconds)
 
     def _flush_sample(self, kernel: _Kernel, flush: torch.Tensor) -> float:
         while True:
             seconds, enqueue = self._flush_sample_once(kernel, flush)
+            if not self.holds:  # no hold to lengthen: a retake could not help
+                return seconds
             if enqueue <= HOLD_USE * self.hold_seconds or self.hold_seconds >= HOLD_MAX_SECONDS:
                 if enqueue < 0.25 * self.hold_seconds:
                     self.hold_seconds = max(self.hold_base, 0.8 * self.hold_seconds)

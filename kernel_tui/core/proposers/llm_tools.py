@@ -74,12 +74,13 @@ ARGUMENTS: dict[str, type[_Args]] = {
 
 
 def _schema(model: type[_Args]) -> dict[str, Any]:
-    props = {}
-    for name, field in model.model_fields.items():
-        kind = {int: "integer", str: "string"}[field.annotation]  # type: ignore[index]
-        props[name] = {"type": kind, "description": field.description or ""}
-    required = [n for n, f in model.model_fields.items() if f.is_required()]
-    return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+    """The arguments model's own JSON schema: every bound and description that `parse_arguments` enforces
+    (limit at most 200, a non-empty source) is what the model is told. Titles only repeat the names."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema["properties"].values():
+        prop.pop("title", None)
+    return {**schema, "required": schema.get("required", []), "additionalProperties": False}
 
 
 TOOLS: list[dict[str, Any]] = [

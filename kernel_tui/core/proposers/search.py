@@ -32,8 +32,10 @@ state (the γ · max_a' Q(s', a') part of the value, made real), so that two kno
 return None.
 
 Never the same (state, action) twice, never a source already tried (hashes of every proposed,
-edited, baseline and best source); `state()` / `restore()` carry all of it, the replay memory, the
-step counter and the random generator, so a resumed run continues exactly where it stopped.
+edited, baseline and best source), and never again from a state a change the person rejected there,
+alone or as a step of a two-step proposal: a rejection judges the change, not one source of it.
+`state()` / `restore()` carry all of it, the replay memory, the step counter and the random
+generator, so a resumed run continues exactly where it stopped.
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ class SearchProposer(Proposer):
         self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
         self.numeric: dict[str, bool] = {}
         self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
+        self.rejected: dict[str, list[list[str]]] = {}  # state key -> the atomic steps of each rejected proposal
         self.pending: dict | None = None
         self._model: tuple | None = None
         self._analyses: dict[str, Analysis] = {}
@@ -153,6 +156,9 @@ class SearchProposer(Proposer):
             self.tried_sources.add(source_hash(feedback.edited_source))
         if pending is None:
             return
+        if feedback.rejected_by_person:
+            parts = sorted(pending.get("parts") or [pending["a"]])
+            self.rejected.setdefault(pending["s"], []).append(parts)
         r = _step_reward(feedback)
         if r is None:
             return
@@ -198,6 +204,7 @@ class SearchProposer(Proposer):
             "domains": self.domains,
             "numeric": self.numeric,
             "outcomes": self.outcomes,
+            "rejected": self.rejected,
             "pending": self.pending,
         }
         return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
@@ -223,6 +230,7 @@ class SearchProposer(Proposer):
         self.domains = {k: list(v) for k, v in (state.get("domains") or {}).items()}
         self.numeric = dict(state.get("numeric") or {})
         self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
+        self.rejected = {k: [list(parts) for parts in v] for k, v in (state.get("rejected") or {}).items()}
         self.pending = state.get("pending")
         self._model = None
 
@@ -262,12 +270,16 @@ class SearchProposer(Proposer):
         return out
 
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str]) -> list[_Candidate]:
+        rejected = [set(parts) for parts in self.rejected.get(skey, ())]
         out = []
         for action in analysis.actions():
             if first is not None and action.knob == first.knob:
                 continue
             key = action.key if first is None else f"{first.key}+{action.key}"
             if f"{skey}|{key}" in self.tried_pairs:
+                continue
+            parts = (action.key,) if first is None else (first.key, action.key)
+            if any(r <= set(parts) for r in rejected):  # contains every step of a rejected proposal
                 continue
             try:
                 source = analysis.apply(action)
@@ -281,7 +293,6 @@ class SearchProposer(Proposer):
             if action.kind == "launch_order":
                 self._register(self._analyze(source))
             change = action.change if first is None else f"{first.change}, then {action.change}"
-            parts = (action.key,) if first is None else (first.key, action.key)
             out.append(_Candidate(key=key, parts=parts, change=change, source=source, after=after))
         return out
 
