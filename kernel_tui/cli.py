@@ -110,7 +110,7 @@ def cmd_compare(args) -> int:
     for r in result.runs:
         print(f"  run {r.run + 1}: incumbent {duration(r.incumbent_median)}, candidate {duration(r.candidate_median)}, "
               f"median paired improvement {r.median_paired_improvement:+.2%} ({r.method})")
-    if result.speedup is not None:
+    if result.speedup is not None and result.improvement_range is not None:
         lo, hi = result.improvement_range
         print(f"S        {result.speedup:.3f}x  (median of the incumbent's run medians / the candidate's)")
         print(f"paired   {result.median_paired_improvement:+.2%}  (median across runs; runs ranged {lo:+.2%}…{hi:+.2%})")
@@ -214,7 +214,7 @@ def cmd_restore(args) -> int:
         commit = ws.restore(args.rev, person)
     finally:
         ws.unlock()
-    print(f"best is now {commit.hexsha[:8]}: {commit.summary}")
+    print(f"best is now {commit.hexsha[:8]}: {ws.proposal_info(commit)[0]}")
     return EXIT_OK
 
 

@@ -25,7 +25,9 @@ class _Printer:
         self.last_progress = ""
 
     def __call__(self, e: Event) -> None:
-        if e.kind == "progress" and e.progress is not None:
+        from kernel_tui.core import events as ev
+
+        if isinstance(e, ev.ProgressEvent):
             p = e.progress
             text = f"  round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})"
             if self.tty:
@@ -34,15 +36,14 @@ class _Printer:
             return
         if self.tty:
             sys.stderr.write("\r" + " " * 70 + "\r")
-        if e.kind in ("log", "preflight", "proposal", "decision", "best_changed", "finished", "idle") or (
-                e.kind == "round" and getattr(e, "resuming", False)):
-            print(e.text, flush=True)
-        elif e.kind == "verdict" and e.line is not None:
+        if isinstance(e, ev.VerdictEvent):
             ln = e.line
             lat = f", {duration(ln.latency)}" if ln.latency else ""
             print(f"  -> {label(verdict_category(ln))}{lat}: {ln.reason}", flush=True)
-        elif e.kind == "budget":
-            print(f"  budget: {e.used}/{e.total} rounds used", flush=True)
+        elif isinstance(e, ev.BudgetEvent):
+            print(f"  {e.text}", flush=True)
+        elif not isinstance(e, ev.RoundStartEvent) or e.resuming:
+            print(e.text, flush=True)
 
 
 def run(args) -> int:
@@ -80,6 +81,6 @@ def run(args) -> int:
               if s.final_speedup is not None else f"summary: {s.accepted} accepted of {s.rounds} rounds")
         return 0
     finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
         ws.unlock()

@@ -288,7 +288,7 @@ class _Checker(ast.NodeVisitor):
                 self._check_target(elt, node)
             return
         if isinstance(target, ast.Attribute):
-            root = target
+            root: ast.expr = target
             while isinstance(root, ast.Attribute):
                 root = root.value
             # The tensors the evaluator hands in are not the candidate's to patch (modules: visit_Attribute).

@@ -212,7 +212,7 @@ class Session:
         kind, _, name = trailers.get("Proposer", "replay:unknown").partition(":")
         if kind not in ("llm", "search", "person", "replay"):
             kind = "replay"
-        return ProposerInfo(kind=kind, name=name or kind, model=trailers.get("Model") or None)  # type: ignore[arg-type]
+        return ProposerInfo(kind=kind, name=name or kind, model=trailers.get("Model") or None)
 
     def _record(self, round_no, change, proposer, commit, incumbent, source, incumbent_source, result: EvalResult) -> TrajectoryLine:
         d = self.ws.evaluation_dir(round_no)

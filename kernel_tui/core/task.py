@@ -190,7 +190,7 @@ class TaskSpec(_Model):
 
     def _check_dims(self, case: ShapeCase) -> None:
         for t in self.tensors:
-            used = names_in(t.value) if t.kind == "scalar" else {
+            used = names_in(t.value) if t.kind == "scalar" and t.value is not None else {
                 d for d in t.dims_of_shape() if isinstance(d, str)
             }
             unknown = used - set(case.dims)

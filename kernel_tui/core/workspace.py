@@ -75,8 +75,8 @@ def person_identity(name: str | None = None, email: str | None = None) -> Propos
     if not (name and email):
         try:
             reader = git.GitConfigParser(git.config.get_config_path("global"), read_only=True)
-            name = name or reader.get_value("user", "name", "")
-            email = email or reader.get_value("user", "email", "")
+            name = name or str(reader.get_value("user", "name", ""))
+            email = email or str(reader.get_value("user", "email", ""))
         except (OSError, KeyError, ValueError):
             pass
     return ProposerInfo(kind="person", name=str(name or "person"), email=str(email or "person@localhost"))
@@ -237,8 +237,9 @@ class Workspace:
 
     def proposal_info(self, commit: git.Commit) -> tuple[str, dict[str, str]]:
         """(change, trailers) of a proposal commit."""
-        lines = commit.message.strip().splitlines()
-        trailers = {}
+        message = commit.message if isinstance(commit.message, str) else commit.message.decode("utf-8", "replace")
+        lines = message.strip().splitlines()
+        trailers: dict[str, str] = {}
         for line in reversed(lines):
             if ": " not in line:
                 break

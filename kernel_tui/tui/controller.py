@@ -35,6 +35,9 @@ from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, VersionDetai
 
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.records import ProposerInfo
+    from kernel_tui.tui.person import PersonDecider, PersonProposer
     from kernel_tui.core.events import Event
     from kernel_tui.core.run_control import RunControl
     from kernel_tui.core.session import Session
@@ -70,7 +73,10 @@ class Controller:
         self.stopped = threading.Event()  # the session loop has ended: nothing may move the workspace any more
         self.ws: Workspace | None = None
         self.session: Session | None = None
-        self.evaluator = self.decider = self.proposer = self.person = None
+        self.evaluator: Evaluator | None = None
+        self.decider: PersonDecider | None = None
+        self.proposer: PersonProposer | None = None
+        self.person: ProposerInfo | None = None
         self.staged: str | None = None  # the person's edit of the waiting proposal, not sent yet
         self.best_source = ""
         self.state_text = "opening the workspace…"
@@ -128,12 +134,12 @@ class Controller:
                 raise KernelTuiError(str(exc)) from None
             inner = opts.proposer if hasattr(opts.proposer, "propose") else make_proposer(
                 opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator)
-            self.person = opts.person or person_identity()
-            self.proposer = PersonProposer(inner, self.person, ws.root / ".work")
-            self.decider = PersonDecider(on_waiting=self._on_waiting)
-            self.decider.auto_approve = opts.auto_approve
+            person = self.person = opts.person or person_identity()
+            proposer = self.proposer = PersonProposer(inner, person, ws.root / ".work")
+            decider = self.decider = PersonDecider(on_waiting=self._on_waiting)
+            decider.auto_approve = opts.auto_approve
             self.control = RunControl(cancel=self.cancel, paused=opts.paused, stay_when_idle=True)
-            self.session = Session(ws, evaluator, self.proposer, self.decider, max_steps=opts.max_steps,
+            self.session = Session(ws, evaluator, proposer, decider, max_steps=opts.max_steps,
                                    cancel=self.cancel, on_event=self._on_event)
         except BaseException:
             ws.unlock()
@@ -154,15 +160,16 @@ class Controller:
     def _close(self) -> None:
         self.stopped.set()
         # a final comparison or restore in flight ends on cancel
-        got = self.control.engine.acquire(timeout=60) if self.control is not None else False
+        control = self.control
+        got = control.engine.acquire(timeout=60) if control is not None else False
         try:
             if self.evaluator is not None:
                 self.evaluator.close()
             if self.ws is not None:
                 self.ws.unlock()
         finally:
-            if got:
-                self.control.engine.release()
+            if got and control is not None:
+                control.engine.release()
 
     def _acquire_engine(self, what: str) -> bool:
         if self.engine.acquire(blocking=False):
@@ -185,7 +192,7 @@ class Controller:
                 return
             self._finalizing = True
             try:
-                assert self.session is not None
+                assert self.session is not None and self.control is not None
                 self._state("final comparison: baseline vs best in fresh processes…", busy=True)
                 stopped = None if self.control.idle else "the person ran the final comparison"
                 summary = self.session.finalize(stopped)
@@ -233,7 +240,7 @@ class Controller:
             if not self._acquire_engine("restore"):
                 return ""
             try:
-                assert self.ws is not None
+                assert self.ws is not None and self.person is not None
                 commit = self.ws.restore(rev, self.person)
                 self._log(f"restored {rev[:8]} as incumbent: best is now {commit.hexsha[:8]} "
                           "(a new commit; history kept)", "bold cyan")
@@ -381,7 +388,7 @@ class Controller:
         from kernel_tui.tui.view import RunView
 
         ws, session = self.ws, self.session
-        if ws is None or session is None or self.evaluator is None:
+        if ws is None or session is None or self.evaluator is None or self.proposer is None or self.decider is None:
             return
         lines = ws.trajectory()
         device = self.evaluator.device
@@ -412,6 +419,7 @@ class Controller:
             decision = Decision(action="edit", source=self.staged, person=self.person)
         else:
             decision = Decision(action="approve")
+        assert self.decider is not None  # a proposal is waiting: the decider exists
         if not self.decider.answer(decision):
             return "the proposal was already decided"
         self.staged = None
@@ -423,6 +431,7 @@ class Controller:
         if self.waiting is None:
             return "no proposal is waiting for a decision"
         reason = " ".join(reason.split()) or "rejected without a reason"
+        assert self.decider is not None  # a proposal is waiting: the decider exists
         if not self.decider.answer(Decision(action="reject", reason=reason)):
             return "the proposal was already decided"
         self.staged = None

@@ -83,7 +83,7 @@ class PersonProposer(Proposer):
         self._draft_change = draft_dir / "person-draft.txt"
         self._person_rounds: set[int] = set()
 
-    @property  # type: ignore[override]
+    @property
     def on_activity(self) -> Callable[[str], None]:
         return self.inner.on_activity  # the wrapped proposer (an agent) is the one that has something to say
 

@@ -225,7 +225,7 @@ class ArgumentSet:
         self.expected = []
 
     def args(self) -> list:
-        out = []
+        out: list = []
         for name in self.spec.launch_arguments:
             if name in self.inputs:
                 out.append(self.inputs[name])
@@ -236,7 +236,7 @@ class ArgumentSet:
         return out
 
     def _answer(self, reference, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        args = []
+        args: list = []
         for name in self.spec.launch_arguments:
             if name in inputs:
                 args.append(inputs[name].clone())
@@ -273,7 +273,8 @@ class ArgumentSet:
     def compute_expected(self, reference) -> None:
         self.expected = self._answer(reference, self.inputs)
         # the previous inputs' answer when there were any (timing refreshes), else a fresh one
-        other = self.previous or self._other_answer(reference) or [None] * len(self.expected)
+        known: list[torch.Tensor] | None = self.previous or self._other_answer(reference)
+        other: list[torch.Tensor | None] = list(known) if known else [None] * len(self.expected)
         atol, rtol = self.spec.correctness.atol, self.spec.correctness.rtol
         for out, exp, old in zip(self.outputs.values(), self.expected, other):
             out.learn(exp, old, atol, rtol)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 import triton
 from torch.overrides import TorchFunctionMode
@@ -30,7 +31,7 @@ _TRITON_DIR = os.path.dirname(triton.__file__) + os.sep
 
 
 def _called_from_triton() -> bool:
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_filename.startswith(_TRITON_DIR):
             return True

@@ -217,6 +217,7 @@ def run_worker(
                 return proc.wait(timeout=wait or 1e-6)
             except subprocess.TimeoutExpired:
                 return None
+        assert server is not None  # no process of our own: the fork server made it
         code = server.exit_code(pid, wait)
         if code is None and not server.alive:
             return -signal.SIGKILL  # the server died; its children were in their own sessions

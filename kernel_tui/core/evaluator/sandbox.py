@@ -38,6 +38,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -520,7 +521,7 @@ class Guard:
         """Whether the candidate's own code asked: the nearest caller outside the standard library is
         one of its files. A library that probes (platform.architecture runs `file`, importlib reads
         package metadata) is not named: the kernel refuses it quietly, and the library copes."""
-        frame = sys._getframe(3)
+        frame: types.FrameType | None = sys._getframe(3)
         while frame is not None:
             name = frame.f_code.co_filename
             if name in self.files:

@@ -134,7 +134,8 @@ class BlockTimer:
 
     def _samples(self, a: _Kernel, b: _Kernel, one: Callable[[_Kernel, int], float]) -> tuple[list[float], list[float], list[str]]:
         orders = abba_orders(self.plan.pairs, self.seed)
-        ta, tb = [], []
+        ta: list[float] = []
+        tb: list[float] = []
         for i, order in enumerate(orders):
             self._refresh(i)
             for who in order:
@@ -304,6 +305,7 @@ class BlockTimer:
         flush.zero_()  # the same L2 state before every replay, whichever side ran last
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
+        assert kernel.graph is not None  # captured when the block was prepared
         kernel.graph.replay()
         end.record()
         end.synchronize()

@@ -254,7 +254,7 @@ def main(argv: list[str]) -> int:
         result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
     tried = guard.violations if guard else []
     update: dict = {"sandbox": confined.model_copy(update={"violations": tried})}
-    if tried:  # whatever else happened, and even if the candidate caught the refusal
+    if guard is not None and tried:  # whatever else happened, and even if the candidate caught the refusal
         update.update(status=Status.sandbox_violation, reason=guard.reason(), timing=None)
     result = result.model_copy(update=update)
     _write(result_path, result)
