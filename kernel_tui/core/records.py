@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel_tui.core.evaluator.models import Status
+
 ProposerKind = Literal["llm", "search", "person", "replay", "baseline"]
 
 
@@ -35,7 +37,7 @@ class TrajectoryLine(_Record):
     change: str
     proposer: ProposerInfo
     commit: str
-    status: str  # an evaluator Status, or "rejected_by_person"
+    status: Status | Literal["rejected_by_person"]  # how the evaluation ended, or the person's rejection
     reason: str
     accepted: bool
     latency: float | None = None  # candidate's median seconds per call

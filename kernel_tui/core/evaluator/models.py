@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +11,7 @@ from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
 
 
-class Status(str, Enum):
+class Status(StrEnum):  # StrEnum: shown as its value ("ok"), in f-strings too
     ok = "ok"
     compile_error = "compile_error"
     runtime_error = "runtime_error"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 
 
@@ -29,7 +31,7 @@ class Feedback(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     round: int
-    status: str
+    status: Status | Literal["rejected_by_person"]
     accepted: bool
     reason: str
     improvement: float | None = None
