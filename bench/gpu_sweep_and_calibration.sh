@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on two GPUs of one host: the knob sweeps, torch references and bandwidth (bench/sweep.py) on
+# One call on two GPUs of one host: the knob sweeps, torch references and bandwidth (bench/sweep) on
 # GPU 0 while GPU 1 runs the adversarial catalogue, then the gate calibration (A/A on vector_add and
 # matmul, power at known effects). Each GPU runs one workload at a time; everything lands in one
 # tarball under $OUT.
@@ -10,7 +10,7 @@ t0=$(date +%s); lap() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$S/drive
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
   $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$S/environment.txt" 2>&1
 lap "GPU 0: sweep"
-CUDA_VISIBLE_DEVICES=0 timeout ${SWEEP_LIMIT:-560} $PY bench/sweep.py --device cuda --out "$S/sweep" \
+CUDA_VISIBLE_DEVICES=0 timeout ${SWEEP_LIMIT:-560} $PY -m bench.sweep --device cuda --out "$S/sweep" \
   --budget ${SWEEP_BUDGET:-520} --pool 12 > "$S/sweep.log" 2>&1 &
 sweep=$!
 lap "GPU 1: adversarial catalogue"

@@ -1,4 +1,4 @@
-"""Replay the built-in search over knob tables measured on the GPU (the JSON bench/sweep.py writes), on
+"""Replay the built-in search over knob tables measured on the GPU (the JSON bench/sweep writes), on
 any machine: the policy's side of the search needs no GPU once the latencies are known.
 
 The space is rebuilt with today's transformation rules, so a configuration the rules now exclude (for
@@ -11,7 +11,6 @@ every remaining configuration is looked up by its knob assignment.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -19,13 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.sweep.replay import replay_payloads, replay_task, summarize_replay  # noqa: E402
+from bench.sweep.space import build_space  # noqa: E402
 from kernel_tui.core.proposers.search import state_key  # noqa: E402
 from kernel_tui.core.task import load_task  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("kt_bench_sweep", Path(__file__).with_name("sweep.py"))
-sweep_mod = importlib.util.module_from_spec(_spec)
-sys.modules["kt_bench_sweep"] = sweep_mod
-_spec.loader.exec_module(sweep_mod)
 
 
 def remapped(sweep: dict, configs: list) -> dict:
@@ -52,10 +48,10 @@ def main() -> int:
             continue
         sweep = json.loads(path.read_text())
         task = load_task(ROOT / "fixtures" / name)
-        configs = sweep_mod.build_space(task.baseline_source, sweep["values"])
-        payloads = sweep_mod.replay_payloads(name, task, configs, remapped(sweep, configs), args.seeds)
-        results = [sweep_mod._replay_task(p) for p in payloads]
-        summary = sweep_mod.summarize_replay(name, payloads[0], results, True)
+        configs = build_space(task.baseline_source, sweep["values"])
+        payloads = replay_payloads(name, task, configs, remapped(sweep, configs), args.seeds)
+        results = [replay_task(p) for p in payloads]
+        summary = summarize_replay(name, payloads[0], results, True)
         result[name] = summary
         found = sorted(r["evaluations_to_target"] if r["evaluations_to_target"] is not None else -1 for r in results)
         print(f"{name}: space {summary['sweep_size']}, reached {summary['reached']}/{len(results)}, "

@@ -1,11 +1,20 @@
-"""How numbers are shown to a person, the same in every front end."""
+"""How numbers are shown to a person: one home for the front ends and the report.
+
+Each function takes `missing`, the text shown where there is no value: "n/a" on the screen and the
+command line, "—" in the report's tables.
+"""
 
 from __future__ import annotations
 
+import math
 
-def duration(seconds: float | None) -> str:
+NA = "n/a"
+
+
+def duration(seconds: float | None, missing: str = NA) -> str:
+    """Fixed two decimals in s, ms or µs: the command line's aligned columns."""
     if seconds is None:
-        return "n/a"
+        return missing
     if seconds >= 1.0:
         return f"{seconds:.2f} s"
     if seconds >= 1e-3:
@@ -13,5 +22,20 @@ def duration(seconds: float | None) -> str:
     return f"{seconds * 1e6:.2f} µs"
 
 
-def percent(fraction: float | None) -> str:
-    return "n/a" if fraction is None else f"{fraction:+.2%}"
+def latency(seconds: float | None, missing: str = NA) -> str:
+    """A kernel's time per call: µs, or ms from 1 ms on, to about three significant digits."""
+    if seconds is None or not math.isfinite(seconds):
+        return missing
+    value, unit = (seconds * 1e3, "ms") if seconds >= 1e-3 else (seconds * 1e6, "µs")
+    digits = 2 if value < 10 else 1 if value < 100 else 0
+    return f"{value:.{digits}f} {unit}"
+
+
+def percent(fraction: float | None, missing: str = NA, digits: int = 2, signed: bool = True) -> str:
+    """A fraction as a percentage, "+3.20%" (signed: an improvement) or "21.0%" (a share).
+
+    NaN has no value either; an infinite fraction is shown ("-inf%"), since a bound can be unbounded.
+    """
+    if fraction is None or math.isnan(fraction):
+        return missing
+    return f"{fraction:{'+' if signed else ''}.{digits}%}"

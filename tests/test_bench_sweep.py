@@ -1,4 +1,4 @@
-"""bench/sweep.py end to end on the interpreter: its smoke mode runs every part and writes measured results."""
+"""bench/sweep end to end on the interpreter: its smoke mode runs every part and writes measured results."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_sweep_smoke_on_the_interpreter(tmp_path):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "sweep.py"), "--device", "cpu", "--smoke", "--budget", "240",
+        [sys.executable, "-m", "bench.sweep", "--device", "cpu", "--smoke", "--budget", "240",
          "--out", str(out), "--triton-cache", str(tmp_path / "triton-cache")],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
     )

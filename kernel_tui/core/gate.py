@@ -56,6 +56,8 @@ from pydantic import (
 )
 from scipy import special, stats
 
+from kernel_tui.format import percent
+
 __all__ = [
     "Block",
     "BlockStats",
@@ -306,9 +308,7 @@ def _to_fraction(log_ratio: float) -> float:
 
 
 def _pct(fraction: float) -> str:
-    if math.isinf(fraction):
-        return "+inf%" if fraction > 0 else "-inf%"
-    return f"{fraction * 100:+.1f}%"
+    return percent(fraction, digits=1)  # one decimal in reasons; an infinite bound reads "-inf%"
 
 
 def _p(p: float | None) -> str:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import statistics
-
 import git
 from pydantic import BaseModel, ConfigDict
 
+from kernel_tui.core import metrics
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.verdicts import PENDING, label, verdict_category
 from kernel_tui.core.workspace import Workspace
@@ -58,8 +57,7 @@ def unmeasured(v: Version) -> str:
 
 
 def baseline_latency(ws: Workspace) -> float | None:
-    timing = (ws.read_json("baseline-evaluation.json") or {}).get("timing") or {}
-    return statistics.median(timing["candidate"]) if timing.get("candidate") else None
+    return metrics.baseline_latency(ws.read_json("baseline-evaluation.json"))
 
 
 def _verdicts(ws: Workspace) -> dict[str, TrajectoryLine]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,9 +98,13 @@ class _Candidate:
 
 
 class SearchProposer(Proposer):
-    def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25) -> None:
+    def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25, *,
+                 analyze: Callable[[str], Analysis] = analyze) -> None:
+        """`analyze` reads a source's knobs; a caller may narrow what the search sees (a replay over a
+        measured table passes one that cuts each knob's domain to the measured values)."""
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("gamma must be within [0, 1]")
+        self._analyze_source = analyze
         self.info = ProposerInfo(kind="search", name="built-in search")
         self.seed, self.gamma, self.budget_hint = int(seed), float(gamma), max(1, int(budget_hint))
         self.rng = random.Random(self.seed)
@@ -170,7 +175,7 @@ class SearchProposer(Proposer):
                 counts[0 if passed else 1] += 1
         if feedback.edited_source is not None:  # the measurement is of the person's program, not ours
             if passed:
-                edited = analyze(feedback.edited_source)
+                edited = self._analyze_source(feedback.edited_source)
                 self._register(edited)
                 self.samples.append([edited.assignment, level + r])
                 self.levels.setdefault(state_key(edited.assignment), level + r)
@@ -241,7 +246,7 @@ class SearchProposer(Proposer):
         if got is None:
             if len(self._analyses) > 512:
                 self._analyses.clear()
-            got = self._analyses[h] = analyze(source)
+            got = self._analyses[h] = self._analyze_source(source)
         return got
 
     def _candidates(self, analysis: Analysis, skey: str) -> list[_Candidate]:

@@ -1,0 +1,252 @@
+"""The three PNG figures. matplotlib is imported only here, lazily, with the Agg backend; a figure that
+cannot be drawn becomes a placeholder with a note, never a failed report."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kernel_tui.core.records import TrajectoryLine
+from kernel_tui.core.report.records import RunRecords, accepted_record, category, status_counts
+from kernel_tui.core.report.text import cell, format_latency
+from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label
+
+FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png")
+REJECTED = REJECTED_BY_GATE
+
+
+def x_positions(lines: Sequence[TrajectoryLine]) -> list[float]:
+    """x = round; verdicts sharing a round are spread a little so that none hides another."""
+    by_round: dict[int, int] = {}
+    for line in lines:
+        by_round[line.round] = by_round.get(line.round, 0) + 1
+    seen: dict[int, int] = {}
+    xs = []
+    for line in lines:
+        n, i = by_round[line.round], seen.get(line.round, 0)
+        seen[line.round] = i + 1
+        xs.append(line.round + (0.0 if n == 1 else -0.3 + 0.6 * i / (n - 1)))
+    return xs
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except (ValueError, AttributeError):
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _suptitle(fig, r: RunRecords, what: str) -> float:
+    """Title, and the interpreter banner under it; returns the top of the room left for the axes."""
+    height = fig.get_figheight()
+    fig.text(0.5, 1 - 0.12 / height, f"{r.task_name}: {what}", ha="center", va="top", fontsize=13)
+    if not r.interpreter:
+        return 1 - 0.5 / height
+    fig.text(0.5, 1 - 0.5 / height, "CPU INTERPRETER — timings are not GPU timings", ha="center", va="top",
+             color="darkred", fontsize=11, fontweight="bold", bbox=dict(facecolor="#fff0f0", edgecolor="darkred"))
+    return 1 - 0.9 / height
+
+
+def _note_figure(path: Path, r: RunRecords, what: str, note: str) -> None:
+    plt = _pyplot()
+    fig = plt.figure(figsize=(8, 4))
+    _suptitle(fig, r, what)
+    fig.text(0.5, 0.45, note, ha="center", va="center", fontsize=14, color="dimgray")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_rounds(path: Path, r: RunRecords) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    plt = _pyplot()
+    lines = r.lines
+    xs = x_positions(lines)
+    _, record = accepted_record(lines)
+    baseline, _ = r.baseline_latency()
+    known = [v for v in [ln.latency for ln in lines] + record + [baseline] if v is not None and math.isfinite(v)]
+    scale, unit = (1e3, "ms") if known and max(known) >= 1e-3 else (1e6, "µs")
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(11, 8), height_ratios=[3, 2])
+    room = _suptitle(fig, r, "rounds overview")
+
+    for accepted in (False, True):
+        pts = [(x, ln.latency * scale) for x, ln in zip(xs, lines) if ln.latency is not None and ln.accepted == accepted]
+        if not pts:
+            continue
+        px, py = zip(*pts)
+        if accepted:
+            top.scatter(px, py, marker="*", s=260, color="tab:green", edgecolors="black", zorder=4,
+                        label="candidate latency — accepted (filled star)")
+        else:
+            top.scatter(px, py, marker="o", s=55, facecolors="none", edgecolors="dimgray", linewidths=1.5,
+                        zorder=3, label="candidate latency — rejected (open circle)")
+    if any(math.isfinite(v) for v in record):
+        rx = xs + [max(xs) + 0.5]
+        ry = [v * scale for v in record] + [record[-1] * scale]
+        top.plot(rx, ry, drawstyle="steps-post", color="tab:blue", lw=2.2, zorder=2,
+                 label="accepted version (record: changes only on accept)")
+    lost = [x for x, ln in zip(xs, lines) if ln.accepted and ln.latency is None]
+    for i, x in enumerate(lost):
+        top.axvline(x, color="tab:blue", ls=(0, (2, 3)), lw=1.2,
+                    label="accepted, latency not recorded (gap in the record)" if i == 0 else None)
+    if baseline is not None:
+        top.axhline(baseline * scale, color="gray", ls=":", lw=1.5, label=f"baseline {format_latency(baseline)}")
+    if not any(ln.latency is not None for ln in lines):
+        top.text(0.5, 0.5, "no verdict has a latency", transform=top.transAxes, ha="center", color="dimgray")
+    top.set_ylabel(f"median latency per call ({unit})")
+    top.grid(alpha=0.3)
+    if top.get_legend_handles_labels()[0]:
+        top.legend(fontsize=8, loc="best")
+
+    imp = [(x, ln) for x, ln in zip(xs, lines) if ln.improvement is not None]
+    for x, ln in imp:
+        h = ln.improvement * 100
+        if ln.accepted:
+            bottom.bar(x, h, width=0.6, color="#9fd89f", edgecolor="black", hatch="///", zorder=2)
+            tip = max(h, ln.ci_high * 100) if h >= 0 and ln.ci_high is not None else \
+                min(h, ln.ci_low * 100) if ln.ci_low is not None else h
+            bottom.annotate("accepted", (x, tip), xytext=(0, 4 if h >= 0 else -11), textcoords="offset points",
+                            ha="center", fontsize=7, fontweight="bold")
+        else:
+            bottom.bar(x, h, width=0.6, color="lightgray", edgecolor="dimgray", zorder=2)
+        if ln.ci_low is not None and ln.ci_high is not None:
+            lo, hi = ln.ci_low * 100, ln.ci_high * 100
+            bottom.errorbar(x, h, yerr=[[max(h - lo, 0)], [max(hi - h, 0)]], color="black", capsize=3, lw=1, zorder=3)
+    none_x = [x for x, ln in zip(xs, lines) if ln.improvement is None]
+    if none_x:
+        bottom.scatter(none_x, [0] * len(none_x), marker="x", color="firebrick", zorder=3)
+    bottom.axhline(0, color="black", lw=0.8)
+    handles = [Patch(facecolor="#9fd89f", edgecolor="black", hatch="///", label="paired improvement — accepted (hatched)"),
+               Patch(facecolor="lightgray", edgecolor="dimgray", label="paired improvement — rejected (plain)")]
+    if r.min_improvement is not None:
+        bottom.axhline(r.min_improvement * 100, color="tab:red", ls="--", lw=1.5)
+        handles.append(Line2D([], [], color="tab:red", ls="--", label=f"threshold: min improvement {r.min_improvement:.1%}"))
+    if none_x:
+        handles.append(Line2D([], [], marker="x", ls="", color="firebrick", label="no estimate (failed or not timed)"))
+    bottom.legend(handles=handles, fontsize=8, loc="best")
+    if not imp:
+        bottom.text(0.5, 0.6, "no verdict has an improvement estimate", transform=bottom.transAxes,
+                    ha="center", color="dimgray")
+    bottom.set_ylabel("gate's paired improvement (%)\nbars: estimate, whiskers: CI")
+    bottom.set_xlabel("round")
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
+    bottom.grid(axis="y", alpha=0.3)
+    fig.tight_layout(rect=(0, 0, 1, room))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_timeline(path: Path, r: RunRecords) -> None:
+    import matplotlib.dates as mdates
+
+    plt = _pyplot()
+    timed = [(t, ln) for ln in r.lines if (t := _parse_time(ln.time)) is not None]
+    if not timed:
+        _note_figure(path, r, "process timeline", "no verdict has a readable time")
+        return
+    cats = list(status_counts([ln for _, ln in timed]))
+    fig, ax = plt.subplots(figsize=(11, max(3.5, 1.2 + 0.55 * len(cats))))
+    room = _suptitle(fig, r, "process timeline (verdicts over wall time)")
+    styles = {ACCEPTED: dict(marker="*", s=260, color="tab:green", edgecolors="black"),
+              REJECTED: dict(marker="o", s=60, facecolors="none", edgecolors="dimgray", linewidths=1.5),
+              REJECTED_BY_PERSON: dict(marker="s", s=50, color="#bcd4ec", edgecolors="steelblue")}
+    for cat in cats:
+        pts = [t for t, ln in timed if category(ln) == cat]
+        ax.scatter(pts, [cats.index(cat)] * len(pts), zorder=3, label=label(cat),
+                   **styles.get(cat, dict(marker="X", s=60, color="firebrick")))
+    times = [t for t, _ in timed]
+    span = (max(times) - min(times)).total_seconds()
+    middle = min(times) + (max(times) - min(times)) / 2
+    for t, ln in timed:
+        text = f"r{ln.round} accepted: {cell(ln.change, 32)}" if ln.accepted else f"r{ln.round}"
+        right = t <= middle
+        ax.annotate(text, (mdates.date2num(t), cats.index(category(ln))), xytext=(7 if right else -7, 7),
+                    textcoords="offset points", ha="left" if right else "right",
+                    fontsize=8 if ln.accepted else 7, fontweight="bold" if ln.accepted else "normal")
+    if span < 60:
+        pad = (60 - span) / 2 / 86400
+        ax.set_xlim(mdates.date2num(min(times)) - pad, mdates.date2num(max(times)) + pad)
+    ax.set_yticks(range(len(cats)), [label(c) for c in cats])
+    ax.set_ylim(-0.7, len(cats) - 0.3)
+    ax.invert_yaxis()
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    skipped = len(r.lines) - len(timed)
+    ax.set_xlabel(f"wall time (UTC); {len(timed)} verdicts over {span / 60:.1f} min"
+                  + (f"; {skipped} without a readable time not shown" if skipped else ""))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout(rect=(0, 0, 1, room))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+BAR_STYLES = {ACCEPTED: dict(color="#9fd89f", edgecolor="black", hatch="///"),
+              REJECTED: dict(color="lightgray", edgecolor="dimgray"),
+              REJECTED_BY_PERSON: dict(color="#bcd4ec", edgecolor="steelblue", hatch="..")}
+
+
+def _plot_statuses(path: Path, r: RunRecords) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    plt = _pyplot()
+    by = status_counts(r.lines)
+    fig, ax = plt.subplots(figsize=(9, max(3.0, 1.2 + 0.5 * len(by))))
+    failed = sum(v for k, v in by.items() if k not in (ACCEPTED, REJECTED))
+    room = _suptitle(fig, r, f"{len(r.lines)} verdicts: {by.get(ACCEPTED, 0)} accepted, "
+                      f"{by.get(REJECTED, 0)} rejected by the gate, {failed} other")
+    names = list(by)
+    for i, name in enumerate(names):
+        style = BAR_STYLES.get(name, dict(color="#f2b8b8", edgecolor="firebrick"))
+        ax.barh(i, by[name], **style)
+        ax.text(by[name], i, f" {by[name]}", va="center", fontsize=10, fontweight="bold")
+    ax.set_yticks(range(len(names)), [label(n) for n in names])
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(by.values()) * 1.15 + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("verdicts")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout(rect=(0, 0, 1, room))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def draw_figures(ws: Path, records: RunRecords) -> tuple[list[Path], list[str]]:
+    """Every figure into the workspace: (the paths written, notes on the figures that failed)."""
+    plotters = {"rounds_overview.png": (_plot_rounds, "rounds overview"),
+                "process_timeline.png": (_plot_timeline, "process timeline"),
+                "status_breakdown.png": (_plot_statuses, "status breakdown")}
+    written: list[Path] = []
+    notes: list[str] = []
+    for name in FIGURES:
+        plot, what = plotters[name]
+        path = ws / name
+        try:
+            if records.lines:
+                plot(path, records)
+            else:
+                _note_figure(path, records, what, "no verdicts yet")
+            written.append(path)
+        except Exception as exc:  # a figure must never stop the report; say what went wrong instead
+            notes.append(f"{name} could not be drawn: {type(exc).__name__}: {exc}")
+            try:
+                _pyplot().close("all")
+                _note_figure(path, records, what, f"figure failed: {type(exc).__name__}")
+                written.append(path)
+            except Exception as exc2:  # noqa: BLE001 - nothing more to try
+                notes.append(f"{name}: placeholder failed too ({type(exc2).__name__})")
+    return written, notes
