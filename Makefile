@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean
+.PHONY: run test check install clean
 
 # The screen on vector_add with the default device and proposer (the built-in search without a model).
 run: $(STAMP)
@@ -12,6 +12,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
+
+# What the code claims, checked: lint, types, and that the engine imports no front end.
+check: $(STAMP)
+	$(VENV)/bin/ruff check kernel_tui tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 install: $(STAMP)
 

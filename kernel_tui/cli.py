@@ -243,9 +243,14 @@ def cmd_report(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kernel-tui",
-        description="Human-in-the-loop GPU kernel optimization. `kernel-tui [TASK_OR_WORKSPACE]` opens the screen.",
+        usage="%(prog)s [TASK|WORKSPACE] [run options]\n"
+              "       %(prog)s {eval,compare,run,history,restore,report,check-task} ...",
+        description="Human-in-the-loop GPU kernel optimization. `kernel-tui TASK|WORKSPACE` opens the screen on a "
+                    "task directory (a new workspace) or a workspace (resumed); `kernel-tui` alone offers a list.",
+        epilog="`kernel-tui TASK|WORKSPACE [options]` is `kernel-tui run TASK|WORKSPACE [options]`: "
+               "see `kernel-tui run --help` for the options (--proposer, --max-steps, --device, --headless, …).",
     )
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, prog="kernel-tui")  # not the usage above
 
     def device(p):
         p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
@@ -253,17 +258,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = sub.add_parser("eval", help="evaluate one candidate against an incumbent (default: the baseline)")
-    p.add_argument("--task", required=True)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--incumbent")
+    p.add_argument("--task", required=True, help="the task directory (holding task.json)")
+    p.add_argument("--candidate", required=True, help="the candidate kernel's .py file")
+    p.add_argument("--incumbent", help="the .py file it is timed against (default: the task's baseline)")
     device(p)
     p.set_defaults(func=cmd_eval, evaluates=True)
 
     p = sub.add_parser("compare", help="independent re-test of incumbent vs candidate in fresh processes")
-    p.add_argument("--task", required=True)
-    p.add_argument("--incumbent", required=True)
-    p.add_argument("--candidate", required=True)
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--task", required=True, help="the task directory (holding task.json)")
+    p.add_argument("--incumbent", required=True, help="the .py file of the version to beat")
+    p.add_argument("--candidate", required=True, help="the .py file of the challenger")
+    p.add_argument("--runs", type=int, default=5,
+                   help="independent runs, each in fresh processes (default: %(default)s)")
     p.add_argument("--no-policy", action="store_true",
                    help="time a reference implementation (e.g. torch.add) the same way: no static or host-op policy")
     device(p)
@@ -272,33 +278,41 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace")
     p.add_argument("target", nargs="?", help="a task directory or an existing workspace (none: pick one)")
     p.add_argument("--headless", action="store_true", help="no screen: auto-approve every proposal")
-    p.add_argument("--proposer", choices=["search", "llm", "replay"])
+    p.add_argument("--proposer", choices=["search", "llm", "replay"],
+                   help="who proposes candidates: search (built-in transforms), llm (the agent; needs a model "
+                        "configured), replay (the files in --candidates). Default: on resume the workspace's own, "
+                        "else llm if a model is configured, else search")
     p.add_argument("--candidates", help="directory of *.py candidates for --proposer replay (name order)")
-    p.add_argument("--max-steps", type=int, help="rounds in this workspace's budget")
+    p.add_argument("--max-steps", type=int,
+                   help="rounds in this workspace's budget (default: the task's max_rounds; on resume, the "
+                        "workspace's)")
     p.add_argument("--workspace", help="where to create the workspace (default workspaces/<task>-<time>)")
-    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="where candidates run (default: auto, the GPU if there is one); cpu = Triton's "
+                        "interpreter (timings are not GPU timings)")
     p.set_defaults(func=cmd_run, evaluates=True)
 
     p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")
-    p.add_argument("workspace")
-    p.add_argument("--all", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("workspace", help="the workspace directory")
+    p.add_argument("--all", action="store_true",
+                   help="every proposal with its verdict (default: the accepted lineage, newest first)")
+    p.add_argument("--json", action="store_true", help="print the versions as one JSON list")
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("restore", help="make an old version the incumbent again (a new commit on best)")
-    p.add_argument("workspace")
+    p.add_argument("workspace", help="the workspace directory")
     p.add_argument("rev", help="a commit (short sha) or ref")
     p.add_argument("--name", help="your name for the restore commit (default: your git identity)")
-    p.add_argument("--email")
+    p.add_argument("--email", help="your email for the restore commit (default: your git identity)")
     p.add_argument("--force", action="store_true", help="restore a version that was never measured (a draft, a failure)")
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("report", help="write report.md and the plots of a workspace")
-    p.add_argument("workspace")
+    p.add_argument("workspace", help="the workspace directory")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness")
-    p.add_argument("task")
+    p.add_argument("task", help="the task directory (holding task.json)")
     device(p)
     p.set_defaults(func=cmd_check_task, evaluates=True)
     return parser

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui.core.compare import Comparison, RunSummary as CompareRun
+from kernel_tui.core.compare import Comparison
+from kernel_tui.core.compare import RunSummary as CompareRun
 from kernel_tui.core.records import AgentStatus, ProposerInfo, RunSummary, TrajectoryLine
 from kernel_tui.core.report import (
     ACCEPTED,

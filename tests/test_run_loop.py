@@ -110,3 +110,23 @@ def test_the_persons_own_candidate_is_not_attributed_to_the_wrapped_proposer(tmp
     session = Session(ws, StubEvaluator(), wrapped, Rejects(), max_steps=1)  # type: ignore[arg-type]
     line = session.step()
     assert line is not None and line.proposer == ProposerInfo(kind="person", name=ADA.name, email=ADA.email)
+
+
+def test_the_controller_refuses_an_empty_reason_and_a_copy_of_best(tmp_path):
+    from kernel_tui.core.run_control import RunControl
+    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.person import PersonDecider
+
+    controller = Controller(RunOptions(target=None), lambda message: None)
+    decider = controller.decider = PersonDecider()
+    decider._pending = object()  # a proposal is waiting  # type: ignore[assignment]
+    assert controller.reject("   ") == "say why: the reason goes back to the proposer"
+    assert not decider._answered.is_set()  # still waiting for a real answer
+    assert controller.reject("too big a jump") is None and decider._answer.reason == "too big a jump"
+
+    controller.proposer = PersonProposer(ReplayProposer(CANDIDATES), ADA, tmp_path / ".work")
+    controller.control = RunControl()
+    controller.best_source = "BLOCK_SIZE = 256\n"
+    assert "identical to the current best" in controller.write_own("BLOCK_SIZE = 256\n\n", "same")
+    assert not controller.proposer.has_draft
+    assert controller.write_own("BLOCK_SIZE = 512\n", "bigger") is None and controller.proposer.has_draft

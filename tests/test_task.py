@@ -10,7 +10,6 @@ from kernel_tui.core.expressions import ExpressionError, evaluate
 from kernel_tui.core.task import load_spec, load_task
 from tests.conftest import FIXTURE_NAMES, FIXTURES, PUBLISHED_TASKS
 
-
 # What each published-format file must load as: nothing of it dropped, defaulted or reinterpreted.
 EXPECTED = {
     "vector_mul": dict(name="vector-mul", dims=(2048, 512), dtype="float32", n=1048576, seeds=[5, 43], atol=1e-5,

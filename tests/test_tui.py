@@ -55,7 +55,8 @@ def run_state(app) -> str:
 
 
 def log_text(app) -> str:
-    return "\n".join(line.text for line in app.main_screen.query_one("#log").lines)
+    """The log's words, whatever the width its lines were wrapped at."""
+    return " ".join(" ".join(line.text for line in app.main_screen.query_one("#log").lines).split())
 
 
 def pane(app) -> CandidatePane:
@@ -386,3 +387,290 @@ def test_the_agent_log_follows_the_records_as_they_grow(tmp_path):
         stop.set()
         thread.join()
     assert sorted(seen) == ["assistant: try BLOCK 512 → compile_candidate({})", "tool compile_candidate ✓ ok: compiles"]
+
+
+# --- the screen at every size: panes, diffs, the trajectory, charts, notifications, the dialogs ---------
+
+def rendered(widget) -> str:
+    """What the widget draws inside its frame, at its width (beyond a scrolled viewport too), as plain text."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=widget.content_size.width, record=True, file=io.StringIO())
+    drawn = widget.render()
+    console.print(getattr(drawn, "_renderable", drawn))  # a Static's content comes wrapped in a RichVisual
+    return console.export_text()
+
+
+def waiting_app(tmp_path, **kw):
+    from tests.test_tui_support import waiting_workspace
+
+    ws = waiting_workspace(tmp_path / "ws", tmp_path / "candidates")
+    return create_app(ws.root, device="cpu", person=ADA, **kw), ws
+
+
+PANE_KEYS = {"1": "best", "2": "candidate", "3": "charts", "4": "trajectory", "5": "log"}
+
+
+def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_footer(tmp_path):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            screen = app.main_screen
+            footer_actions = {k.action for k in screen.query("FooterKey")}
+            assert {f"show_pane('{name}')" for name in PANE_KEYS.values()} <= footer_actions
+            assert {"approve", "reject", "help"} <= {a.removeprefix("app.") for a in footer_actions}
+            for key, name in PANE_KEYS.items():
+                await pilot.press(key)
+                await pilot.pause()
+                pane = screen.query_one(f"#{name}")
+                assert pane.display and pane.region.width >= 76 and pane.region.height >= 14, (name, pane.region)
+                others = [screen.query_one(f"#{n}") for n in PANE_KEYS.values() if n != name]
+                assert all(o.region.area == 0 for o in others), name
+                for line in ("#eval", "#status"):  # the run line and the status line stay in sight
+                    assert screen.query_one(line).region.bottom <= 23
+            await pilot.press("3")
+            await pilot.pause()
+            for chart in (LatencyChart, ImprovementChart, StatusChart):
+                assert screen.query_one(chart).region.height >= 6, chart
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def footer_right(screen) -> int:
+    """The column just after the footer's last key (margins included: they push the next key right)."""
+    keys = list(screen.query("FooterKey")) + list(screen.query("FooterLabel"))
+    return max(k.region.right + k.styles.margin.right for k in keys)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (160, 50), (200, 60)])
+def test_the_footer_keys_fit_the_width_help_and_quit_included(tmp_path, size):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=size) as pilot:
+            await waiting_for_decision(pilot, 5)
+            await pilot.pause()
+            screen = app.main_screen
+            actions = {k.action.removeprefix("app.") for k in screen.query("FooterKey")}
+            assert {"approve", "reject", "edit", "write_own", "show_pane('log')", "help", "quit"} <= actions
+            assert footer_right(screen) <= size[0], actions  # nothing cut off at the edge
+            await pilot.press("q")
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60)])
+def test_on_a_large_screen_every_pane_is_shown_and_the_charts_have_room(tmp_path, size):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=size) as pilot:
+            await waiting_for_decision(pilot, 5)
+            screen = app.main_screen
+            for name in PANE_KEYS.values():
+                assert screen.query_one(f"#{name}").region.height >= 8, name
+            for chart in (LatencyChart, ImprovementChart, StatusChart):
+                assert screen.query_one(chart).region.height >= 10, chart
+            assert not screen.query_one("#pane-tabs").display
+            await pilot.press("5")  # on a large screen the keys focus a pane
+            assert app.focused is screen.query_one("#log")
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_a_change_at_the_end_of_a_long_line_is_shown_whole_in_a_narrow_pane(tmp_path):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            text = rendered(pane(app).query_one("#diff"))
+            assert 'eviction_policy="evict_first"' in text and "num_warps=8" in text and "num_warps=4" in text
+            assert "…" not in text
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_diff_marks_the_changed_part_of_a_line_and_folds_long_lines():
+    from rich.console import Console
+
+    from kernel_tui.tui.widgets.diff import DiffText, changed_spans, diff_lines
+
+    old = "    launch[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)"
+    new = old.replace("num_warps=4", "num_warps=8")
+    _, spans = changed_spans(old, new)
+    assert [new[a:b] for a, b in spans] == ["8"]
+    lines = diff_lines(f"-{old}\n+{new}\n")
+    marked = [lines[1].plain[s.start:s.end] for s in lines[1].spans if "reverse" in str(s.style)]
+    assert marked == ["8"]
+    console = Console(width=30, record=True)
+    console.print(DiffText(f"-{old}\n+{new}\n"))
+    rows = console.export_text().splitlines()
+    assert all(len(r) <= 30 for r in rows) and any("num_warps=8" in r for r in rows)
+    assert all(r.startswith("       ") for r in rows[1:3])  # continuation rows are indented under the code
+
+
+def test_trajectory_shows_the_change_and_whole_verdicts_and_the_selected_row_in_full(tmp_path):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            table = app.main_screen.query_one(TrajectoryTable)
+            columns = {str(c.label): c for c in table.columns.values()}
+            assert columns["verdict"].width >= len("rejected by the person")
+            change = columns["change"]
+            start = sum(c.get_render_width(table) for c in list(table.columns.values())[: list(table.columns.values()).index(change)])
+            assert change.width >= len("Block size 256 -> 1024: fewer, fuller programs")
+            assert start + change.get_render_width(table) <= table.size.width  # on screen without scrolling
+            detail = app.main_screen.query_one("#trajectory-detail")
+            assert "incorrect" in rendered(detail) and "replay of vector_add [replay]" in rendered(detail)
+            await pilot.press("4", "up")  # round 3
+            await pilot.pause()
+            text = rendered(detail)
+            assert "Block size 1024 -> 32" in text and "far too small a block" in text and "rejected by the person" in text
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_charts_have_whole_keys_even_ticks_whole_counts_and_words_for_people(tmp_path):
+    import re
+
+    from kernel_tui.tui.view import ChartData
+
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(120, 40)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            charts = [app.main_screen.query_one(c) for c in (LatencyChart, ImprovementChart, StatusChart)]
+            for chart in charts:
+                assert len(chart.border_subtitle) <= chart.outer_size.width - 4, chart.border_subtitle
+            for chart in charts[:2]:  # y ticks: round values, as many rows apart each
+                rows = [(i, line.split("┤")[0].split("├")[0].strip()) for i, line in enumerate(rendered(chart).splitlines())
+                        if re.match(r"\s*-?\d[\d.]*\s*[┤├]", line)]
+                values = [float(v) for _, v in rows]
+                assert len(rows) >= 2
+                assert len({round(values[k] - values[k + 1], 9) for k in range(len(values) - 1)}) == 1, rows
+                assert len({rows[k + 1][0] - rows[k][0] for k in range(len(rows) - 1)}) == 1, rows
+            status = rendered(charts[2])
+            assert "4 verdicts" in status and "rejected by the person 1" in status
+            assert not re.search(r"\d\.\d", status)  # counts are whole numbers
+            charts[2].set_data(ChartData(statuses=(("accepted", 1),)))
+            await pilot.pause()
+            assert "1 verdict" in rendered(charts[2]) and "1 verdicts" not in rendered(charts[2])
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_chart_axis_helpers():
+    from kernel_tui.tui.widgets.charts import even_axis, integer_ticks, plural, tick_labels
+
+    assert plural(1, "verdict") == "1 verdict" and plural(0, "verdict") == "0 verdicts"
+    for lo, hi, rows in ((1.63, 2.0, 10), (-7.3, 18.0, 13), (0.5, 0.5, 6), (1e-6, 3e-6, 20)):
+        ticks, (bottom, top) = even_axis(lo, hi, rows)
+        assert bottom <= lo and top >= hi and ticks[0] == bottom
+        steps = {round(b - a, 12) for a, b in zip(ticks, ticks[1:])}
+        assert len(steps) == 1
+        per_row = (top - bottom) / (rows - 1)  # every tick lands on a whole row
+        assert all(abs((t - bottom) / per_row - round((t - bottom) / per_row)) < 1e-6 for t in ticks)
+    assert integer_ticks(0, 7, 4) == [0, 3, 6, 9] and integer_ticks(0, 1, 6) == [0, 1]
+    assert tick_labels([1.5, 1.75, 2.0]) == ["1.50", "1.75", "2.00"]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)])
+def test_notifications_stay_clear_of_the_run_line_the_status_line_and_the_log(tmp_path, size):
+    """At the top right: over the candidate pane's corner on a large screen; at 80x24, where one pane fills
+    the screen, over that pane's top (the log's oldest lines), never the lines at the bottom."""
+    from textual.widgets._toast import Toast
+
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await waiting_for_decision(pilot, 5)
+            for text in ("first notification", "a second, longer notification that takes more than one line"):
+                app.main_screen.notify(text)
+            await wait_until(pilot, lambda: len(app.screen.query(Toast)) == 2, 5, "the toasts")
+            await pilot.pause(0.3)
+            covered = ("#eval", "#status") if size[0] < 110 else ("#eval", "#status", "#log")  # 80x24: one pane
+            for toast in app.screen.query(Toast):
+                assert toast.region.bottom <= size[1] // 2, toast.region
+                for other in covered:
+                    region = app.main_screen.query_one(other).region
+                    assert not toast.region.overlaps(region), (other, toast.region, region)
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_write_your_own_starts_on_the_subject_line_and_refuses_a_copy_of_best(tmp_path):
+    from textual.widgets import Input, TextArea
+
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            await pilot.press("w")
+            editor = app.screen
+            assert isinstance(editor, EditScreen) and isinstance(app.focused, Input)
+            assert "shift+tab" in str(editor.query_one("#edit-title").render())
+            await pilot.press(*"nothing really", "enter")  # enter goes on to the code
+            assert isinstance(app.focused, TextArea)
+            await pilot.press("ctrl+s")  # the code is best's: refused, the editor stays open
+            await pilot.pause()
+            assert app.screen is editor
+            assert any("identical to best" in n.message for n in app._notifications)  # said in a notification
+            assert not app.controller.proposer.draft_path.exists()  # nothing queued, no round spent
+            await pilot.press("escape")
+            assert app.screen is app.main_screen
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_an_empty_rejection_reason_is_refused(tmp_path):
+    app, ws = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            await pilot.press("r")
+            modal = app.screen
+            assert isinstance(modal, ReasonModal)
+            await pilot.press("space", "enter")
+            await pilot.pause()
+            assert app.screen is modal and "a reason is required" in str(modal.query_one("#reason-error").render())
+            assert app.controller.waiting is not None and len(trajectory(ws.root)) == 4  # nothing was decided
+            await pilot.press("escape")
+            assert app.controller.waiting is not None
+            await pilot.press("q")
+
+    run(scenario())
+
+
+def test_every_command_line_option_says_what_it_does():
+    import argparse
+
+    from kernel_tui.cli import build_parser
+
+    parser = build_parser()
+    assert "kernel-tui [TASK|WORKSPACE]" in parser.format_usage()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{name} {action.option_strings or action.dest}"
+        assert command.prog == f"kernel-tui {name}"
+    runs = next(a for a in sub.choices["compare"]._actions if a.dest == "runs")
+    assert "(default: 5)" in sub.choices["compare"].format_help() and runs.default == 5

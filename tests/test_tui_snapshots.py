@@ -1,22 +1,36 @@
 """Snapshots of the main and history screens on a fixed workspace (fixed commits, numbers and times).
 
-No evaluation runs (the budget is spent), the focus sits on a table (no text cursor), and nothing on
-screen depends on the temporary path. Update with: pytest tests/test_tui_snapshots.py --snapshot-update
+The main screen is shown at 80×24 (one pane at a time: the candidate, the charts, the trajectory),
+120×40 and 200×60 (every pane), with round 5's proposal waiting: its changes sit at the far end of long
+lines. No evaluation runs, and nothing on screen depends on the temporary path. Update with:
+pytest tests/test_tui_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
+
+import pytest
 
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.tui.app import create_app
 from tests.test_tui_support import (
     ADA,
     CANDIDATES,
+    fixed_git_dates,
     fixed_workspace,
     wait_for_tables,
     wait_for_workers,
     wait_settled,
     wait_until,
+    waiting_workspace,
 )
+
+
+@pytest.fixture
+def waiting_app(tmp_path):
+    """Round 5 is proposed when the app opens: its commit gets a fixed date, so a fixed sha."""
+    ws = waiting_workspace(tmp_path / "ws", tmp_path / "candidates")
+    with fixed_git_dates():
+        yield create_app(ws.root, device="cpu", person=ADA)
 
 
 def fixed_app(tmp_path):
@@ -24,12 +38,33 @@ def fixed_app(tmp_path):
     return create_app(ws.root, device="cpu", proposer=ReplayProposer(CANDIDATES), person=ADA)
 
 
-def test_main_screen(tmp_path, snap_compare):
-    assert snap_compare(fixed_app(tmp_path), terminal_size=(160, 50), run_before=wait_settled)
+def show_pane(key: str):
+    async def run_before(pilot):
+        await wait_settled(pilot)
+        await pilot.press(key)
+        await wait_for_tables(pilot)
+
+    return run_before
 
 
-def test_main_screen_small_terminal(tmp_path, snap_compare):
-    assert snap_compare(fixed_app(tmp_path), terminal_size=(100, 30), run_before=wait_settled)
+def test_main_screen_80x24_candidate(waiting_app, snap_compare):
+    assert snap_compare(waiting_app, terminal_size=(80, 24), run_before=wait_settled)
+
+
+def test_main_screen_80x24_charts(waiting_app, snap_compare):
+    assert snap_compare(waiting_app, terminal_size=(80, 24), run_before=show_pane("3"))
+
+
+def test_main_screen_80x24_trajectory(waiting_app, snap_compare):
+    assert snap_compare(waiting_app, terminal_size=(80, 24), run_before=show_pane("4"))
+
+
+def test_main_screen_120x40(waiting_app, snap_compare):
+    assert snap_compare(waiting_app, terminal_size=(120, 40), run_before=wait_settled)
+
+
+def test_main_screen_200x60(waiting_app, snap_compare):
+    assert snap_compare(waiting_app, terminal_size=(200, 60), run_before=wait_settled)
 
 
 def test_history_screen(tmp_path, snap_compare):

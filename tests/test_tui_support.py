@@ -84,6 +84,33 @@ def fixed_workspace(path: Path) -> Workspace:
     return ws
 
 
+LONG_LINE_CHANGE = "Block size 1024, loads that evict first, 8 warps"
+
+
+def long_line_candidate(directory: Path) -> Path:
+    """The four replay candidates and a fifth whose changes sit at the far end of long lines."""
+    import shutil
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in sorted(CANDIDATES.glob("*.py")):
+        shutil.copy(f, directory / f.name)
+    source = (CANDIDATES / "01_block_1024.py").read_text()
+    source = source.replace(source.splitlines()[0], f'"""{LONG_LINE_CHANGE}."""')
+    source = source.replace("other=0.0).to(tl.float32)", 'other=0.0, eviction_policy="evict_first").to(tl.float32)')
+    source = source.replace("num_warps=4", "num_warps=8")
+    (directory / "05_evict_first.py").write_text(source)
+    return directory
+
+
+def waiting_workspace(path: Path, candidates: Path) -> Workspace:
+    """The fixed workspace with one round left in its budget, whose proposal (long-line changes) waits."""
+    ws = fixed_workspace(path)
+    ws.write_json("session.json", {"max_steps": 5, "proposer": {"kind": "replay", "next": 4,
+                                                                  "directory": str(long_line_candidate(candidates))},
+                                   "finished": False})
+    return ws
+
+
 class RecordingReplay(ReplayProposer):
     """The replay proposer, keeping the feedback it is given."""
 

@@ -94,7 +94,7 @@ class Run:
         import triton
 
         env: dict[str, Any] = {
-            "status": "ok", "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "status": "ok", "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "device": self.opts.device, "smoke": self.opts.smoke, "python": platform.python_version(),
             "torch": torch.__version__, "triton": triton.__version__, "cpu_count": os.cpu_count(),
             "pool_size": self.opts.pool_size, "budget_s": self.opts.budget, "triton_cache": str(self.opts.triton_cache),
@@ -239,7 +239,7 @@ class Run:
         baseline_s = (retimed or {}).get("incumbent_s") or sweep.get("baseline_s")
         best_s = best.get("candidate_s")
         m: dict[str, Any] = {"dims": dims, "flops": flops, "bytes": nbytes, "best_s": best_s, "baseline_s": baseline_s}
-        for label, r in refs.items():
+        for r in refs.values():
             if r.get("status") != "ok":
                 continue
             t = r["kernel_s"]

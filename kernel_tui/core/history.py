@@ -109,7 +109,8 @@ def _by(line: TrajectoryLine) -> str:
 def _proposer(line: TrajectoryLine | None, trailers: dict[str, str], commit: git.Commit) -> str:
     # The verdict names who the judged version is by (a person, after an edit); the commit's trailer,
     # written in the same "kind:name" form, names who proposed a version never judged.
-    return _by(line) if line is not None else trailers.get("Proposer", commit.author.name)
+    # (GitPython types Actor.name as optional; a parsed commit's author always has a str name)
+    return _by(line) if line is not None else trailers.get("Proposer", commit.author.name or "")
 
 
 def accepted_versions(ws: Workspace) -> list[Version]:

@@ -11,13 +11,17 @@ if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
 
 NO_BANDWIDTH = "no measured bandwidth in hardware.json"
+# What evaluating a validated cost model can still raise: ExpressionError (a ValueError), division by
+# zero or overflow at the shape, a complex power that float() refuses (TypeError), a deep expression.
+COST_MODEL_ERRORS = (ArithmeticError, TypeError, ValueError, RecursionError)
 
 
 def baseline_latency(evaluation: Mapping[str, Any] | None) -> float | None:
     """The baseline's median seconds per call from its own evaluation (baseline-evaluation.json: a worker
     result whose timing block runs the baseline against itself); None where there is no usable sample."""
     data = evaluation if isinstance(evaluation, Mapping) else {}
-    timing = data.get("timing") if isinstance(data.get("timing"), Mapping) else {}
+    raw_timing = data.get("timing")
+    timing = raw_timing if isinstance(raw_timing, Mapping) else {}
     samples = [v for v in timing.get("candidate") or [] if isinstance(v, (int, float)) and v > 0]
     if samples:
         return float(statistics.median(samples))
@@ -37,7 +41,7 @@ def benchmark_bytes(spec: TaskSpec | None) -> tuple[float | None, str]:
         return None, "no task spec, so no cost-model bytes"
     try:
         nbytes = spec.benchmark_bytes()
-    except Exception as exc:  # a cost model that cannot be evaluated is reported, not raised
+    except COST_MODEL_ERRORS as exc:  # a cost model that cannot be evaluated is reported, not raised
         return None, f"cost model bytes cannot be evaluated ({exc})"
     if nbytes <= 0:
         return None, "the cost model gives no bytes"

@@ -36,12 +36,12 @@ from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, VersionDetai
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
     from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.records import ProposerInfo
-    from kernel_tui.tui.person import PersonDecider, PersonProposer
     from kernel_tui.core.events import Event
+    from kernel_tui.core.records import ProposerInfo
     from kernel_tui.core.run_control import RunControl
     from kernel_tui.core.session import Session
     from kernel_tui.core.workspace import Workspace
+    from kernel_tui.tui.person import PersonDecider, PersonProposer
 
 
 @dataclass
@@ -116,10 +116,10 @@ class Controller:
     def _open(self) -> None:
         from kernel_tui.core.errors import KernelTuiError
         from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.opening import make_proposer, open_or_create
         from kernel_tui.core.run_control import RunControl
         from kernel_tui.core.session import Session
         from kernel_tui.core.workspace import person_identity
-        from kernel_tui.core.opening import make_proposer, open_or_create
         from kernel_tui.tui.person import PersonDecider, PersonProposer
 
         opts = self.options
@@ -430,7 +430,9 @@ class Controller:
 
         if self.waiting is None:
             return "no proposal is waiting for a decision"
-        reason = " ".join(reason.split()) or "rejected without a reason"
+        reason = " ".join(reason.split())
+        if not reason:  # the reason is what the proposer learns from: an empty one teaches it nothing
+            return "say why: the reason goes back to the proposer"
         assert self.decider is not None  # a proposal is waiting: the decider exists
         if not self.decider.answer(Decision(action="reject", reason=reason)):
             return "the proposal was already decided"
@@ -463,6 +465,8 @@ class Controller:
             return "the workspace is not open yet"
         if self.session is not None and self.session.remaining <= 0:
             return "the budget is spent: no more rounds"
+        if source.rstrip() == self.best_source.rstrip():
+            return "identical to the current best: a round would measure best against itself"
         self.proposer.queue(source, change)
         self.control.one_round()  # paused or idle: run it now; running: it is the next round anyway
         self._log(f"your candidate is queued: {change}", "cyan")

@@ -6,6 +6,7 @@ import difflib
 import json
 from pathlib import Path
 
+from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
 from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
 from kernel_tui.core.history import (
@@ -20,6 +21,7 @@ from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.report import accepted_record, status_counts
 from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.core.workspace import Workspace
+from kernel_tui.format import percent
 from kernel_tui.tui.view import (
     NA,
     BestView,
@@ -51,18 +53,12 @@ def roofline(ws: Workspace, device: str, latency: float | None) -> str:
     """bytes of the cost model at the benchmark shape / latency / measured copy bandwidth."""
     if device == "cpu":
         return "roofline n/a on the CPU interpreter"
-    hw = ws.read_json("hardware.json") or {}
-    bw = hw.get("copy_bandwidth_bytes_per_s")
-    if not isinstance(bw, (int, float)) or bw <= 0:
-        return "roofline n/a (no measured bandwidth in hardware.json)"
-    if latency is None or latency <= 0:
-        return "roofline n/a (no latency yet)"
-    spec = ws.task.spec
-    try:
-        nbytes = spec.benchmark_bytes()
-    except Exception as exc:  # a cost model that cannot be evaluated is said, not raised
-        return f"roofline n/a ({exc})"
-    return f"{100 * nbytes / latency / bw:.1f}% of roofline"
+    bandwidth = metrics.copy_bandwidth(ws.read_json("hardware.json"))
+    nbytes, why_not = metrics.benchmark_bytes(ws.task.spec) if bandwidth and latency else (None, "")
+    fraction, why = metrics.roofline(nbytes, latency, bandwidth)
+    if fraction is None:
+        return f"roofline n/a ({why_not or why})"
+    return f"{percent(fraction, digits=1, signed=False)} of roofline"
 
 
 def best_view(ws: Workspace, device: str) -> BestView:

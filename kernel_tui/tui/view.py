@@ -9,20 +9,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kernel_tui.format import latency, percent  # the one home of number formatting (no core import)
+
 NA = "—"
 
 
 def fmt_latency(seconds: float | None) -> str:
-    """µs below 1 ms, else ms (as the report writes them)."""
-    if seconds is None or not math.isfinite(seconds):
-        return NA
-    value, unit = (seconds * 1e3, "ms") if seconds >= 1e-3 else (seconds * 1e6, "µs")
-    digits = 2 if value < 10 else 1 if value < 100 else 0
-    return f"{value:.{digits}f} {unit}"
+    """µs below 1 ms, else ms (as the report writes them); "—" where there is none."""
+    return latency(seconds, missing=NA)
 
 
 def fmt_pct(fraction: float | None) -> str:
-    return NA if fraction is None or not math.isfinite(fraction) else f"{fraction:+.2%}"
+    return NA if fraction is not None and math.isinf(fraction) else percent(fraction, missing=NA)
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,14 @@ class BestView:
 
     @property
     def title(self) -> str:
-        return f"best {self.short} ({self.label}) · {self.latency} · {self.roofline}"
+        return self.titles[0]
+
+    @property
+    def titles(self) -> tuple[str, ...]:
+        """Longest first: a narrow pane shows the longest that fits (the roofline's reason goes first)."""
+        head = f"best {self.short} ({self.label}) · {self.latency}"
+        roofline = self.roofline.split(" (")[0].replace(" on the CPU interpreter", "")
+        return f"{head} · {self.roofline}", f"{head} · {roofline}", head
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,7 @@ class BlockTimer:
                     self._capture(kernel, calls)
             except CandidateFault:
                 raise
-            except Exception:  # not capturable: fall back to flushing, still kernel-only
+            except Exception:  # noqa: BLE001 - not capturable, for any reason: fall back to flushing, still kernel-only
                 torch.cuda.synchronize()
                 method = "flush"
         one = (lambda k, _i: self._graph_sample(k, flush)) if method == "graph" else (lambda k, _i: self._flush_sample(k, flush))

@@ -272,7 +272,7 @@ class LLMProposer(Proposer):
         try:
             result = self._run_tool(name, args)
             error = False
-        except Exception as exc:  # a tool failing is reported to the model, never a crash of the run
+        except Exception as exc:  # noqa: BLE001 - a tool failing is reported to the model, never a crash of the run
             result, error = f"error: {name} failed: {type(exc).__name__}: {exc}", True
         self._answer(call, result, arguments=args.model_dump(), error=error)
         return None
@@ -323,7 +323,7 @@ class LLMProposer(Proposer):
             try:
                 response = litellm.completion(**self._request())
                 break
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - litellm raises many kinds; _retryable sorts them
                 what = self.redact(f"{type(exc).__name__}: {exc}".strip())
                 if len(what) > 500:
                     what = what[:500] + "…"

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report.records import RunRecords, accepted_record, category, status_counts
 from kernel_tui.core.report.text import cell, format_latency
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png")
 REJECTED = REJECTED_BY_GATE
@@ -36,7 +40,7 @@ def _parse_time(text: str) -> datetime | None:
         t = datetime.fromisoformat(text.strip())
     except (ValueError, AttributeError):
         return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
 def _pyplot():
@@ -112,9 +116,9 @@ def _plot_rounds(path: Path, r: RunRecords) -> None:
     if top.get_legend_handles_labels()[0]:
         top.legend(fontsize=8, loc="best")
 
-    imp = [(x, ln) for x, ln in zip(xs, lines) if ln.improvement is not None]
-    for x, ln in imp:
-        h = ln.improvement * 100
+    imp = [(x, ln, ln.improvement) for x, ln in zip(xs, lines) if ln.improvement is not None]
+    for x, ln, improvement in imp:
+        h = improvement * 100
         if ln.accepted:
             bottom.bar(x, h, width=0.6, color="#9fd89f", edgecolor="black", hatch="///", zorder=2)
             tip = max(h, ln.ci_high * 100) if h >= 0 and ln.ci_high is not None else \
@@ -130,7 +134,7 @@ def _plot_rounds(path: Path, r: RunRecords) -> None:
     if none_x:
         bottom.scatter(none_x, [0] * len(none_x), marker="x", color="firebrick", zorder=3)
     bottom.axhline(0, color="black", lw=0.8)
-    handles = [Patch(facecolor="#9fd89f", edgecolor="black", hatch="///", label="paired improvement — accepted (hatched)"),
+    handles: list[Artist] = [Patch(facecolor="#9fd89f", edgecolor="black", hatch="///", label="paired improvement — accepted (hatched)"),
                Patch(facecolor="lightgray", edgecolor="dimgray", label="paired improvement — rejected (plain)")]
     if r.min_improvement is not None:
         bottom.axhline(r.min_improvement * 100, color="tab:red", ls="--", lw=1.5)
@@ -241,7 +245,7 @@ def draw_figures(ws: Path, records: RunRecords) -> tuple[list[Path], list[str]]:
             else:
                 _note_figure(path, records, what, "no verdicts yet")
             written.append(path)
-        except Exception as exc:  # a figure must never stop the report; say what went wrong instead
+        except Exception as exc:  # noqa: BLE001 - a figure must never stop the report; say what went wrong instead
             notes.append(f"{name} could not be drawn: {type(exc).__name__}: {exc}")
             try:
                 _pyplot().close("all")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from kernel_tui.core.metrics import COST_MODEL_ERRORS
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
 from kernel_tui.core.report.text import cell, format_latency, pct, roof_pct
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label, run_status_label
@@ -37,10 +38,10 @@ def _section_task(r: RunRecords, roof: tuple[float | None, float | None, str]) -
         shape = ", ".join(f"{k}={v}" for k, v in s.shape.items())
         out += [f"- Task: **{s.name}**", f"- Description: {cell(s.description) or '—'}", f"- Shape: {shape}"]
         try:
-            flops, nbytes = s.cost_at(s.shape)
+            flops, cost_bytes = s.cost_at(s.shape)
             label = f" ({cell(s.cost_model.label)})" if s.cost_model.label else ""
-            out.append(f"- Cost model at this shape: {flops:.4g} FLOP, {nbytes:.4g} bytes per call{label}")
-        except Exception as exc:  # reported, not raised
+            out.append(f"- Cost model at this shape: {flops:.4g} FLOP, {cost_bytes:.4g} bytes per call{label}")
+        except COST_MODEL_ERRORS as exc:  # reported, not raised
             out.append(f"- Cost model: cannot be evaluated ({cell(exc)})")
         if r.interpreter:
             t = s.timing_shape("cpu")
@@ -82,8 +83,8 @@ def _section_environment(r: RunRecords) -> list[str]:
     for key in ("statement", "error"):
         if hw.get(key):
             out.append(f"- hardware: {cell(hw[key], 200)}")
-    for label in r.timing_labels:
-        out.append(f"- timing: {cell(label)}")
+    for timing_label in r.timing_labels:
+        out.append(f"- timing: {cell(timing_label)}")
     out += [f"- timing warning: {cell(w)}" for w in r.timing_warnings]
     if r.preflight is not None:
         p = r.preflight
@@ -274,7 +275,7 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
     r = records
     roof = r.roofline_inputs()
     out = [f"# Run report: {r.task_name}", "",
-           f"Workspace `{r.workspace}`, written {datetime.now(timezone.utc).isoformat(timespec='seconds')}.", ""]
+           f"Workspace `{r.workspace}`, written {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
     if r.interpreter:
         out += [INTERPRETER_BANNER, ""]
     out += _section_missing(r) + _section_task(r, roof) + _section_environment(r) + _section_status(r)

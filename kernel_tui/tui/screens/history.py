@@ -15,7 +15,8 @@ from textual.widgets import DataTable, Footer, Header, Static
 from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, Restored
 from kernel_tui.tui.screens.modals import ConfirmModal
 from kernel_tui.tui.view import NA, HistoryData, VersionRow
-from kernel_tui.tui.widgets.source import code_view, diff_text
+from kernel_tui.tui.widgets.diff import DiffText
+from kernel_tui.tui.widgets.source import code_view
 
 if TYPE_CHECKING:
     from kernel_tui.tui.controller import Controller
@@ -162,7 +163,7 @@ class HistoryScreen(Screen):
             info.append(f"{row.change}\n", style="bold")
             info.append(f"{row.proposer} · {row.status} · {row.latency}" + (f" · {row.reason}" if row.reason else ""))
         self.query_one("#detail-info", Static).update(info)
-        self.query_one("#detail-diff", Static).update(diff_text(d.diff))
+        self.query_one("#detail-diff", Static).update(DiffText(d.diff))
         area = self.query_one("#detail-source")
         if area.text != d.source:  # type: ignore[attr-defined]
             area.load_text(d.source)  # type: ignore[attr-defined]

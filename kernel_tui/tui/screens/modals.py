@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, Label, Static, TextArea
 
+REASON_REQUIRED = "a reason is required: the proposer is told why (escape cancels; the proposal keeps waiting)"
+
 
 class ReasonModal(ModalScreen[str | None]):
-    """Asks why; the answer goes back to the proposer with the rejection."""
+    """Asks why; the answer goes back to the proposer with the rejection. An empty answer is refused."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel-reason")]
 
@@ -21,11 +25,16 @@ class ReasonModal(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="reason-box"):
             yield Label(self.title_text, id="reason-title")
-            yield Label("Why? (the proposer is told; enter sends, escape cancels)")
+            yield Label("Why? The proposer is told. enter rejects · escape cancels")
             yield Input(placeholder="e.g. too big a jump, try 512 first", id="reason-input")
+            yield Label("", id="reason-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
+        reason = " ".join(event.value.split())
+        if not reason:
+            self.query_one("#reason-error", Label).update(REASON_REQUIRED)
+            return
+        self.dismiss(reason)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -50,20 +59,37 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(False)
 
 
+def same_code(a: str, b: str) -> bool:
+    """Equal but for trailing spaces and blank lines at the end: such an edit changes nothing."""
+    def norm(text: str) -> list[str]:
+        return [line.rstrip() for line in text.rstrip().splitlines()]
+
+    return norm(a) == norm(b)
+
+
+SUBJECT_KEYS = "enter or tab: to the code · shift+tab: back to the subject · ctrl+s keeps · escape discards"
+
+
 class EditScreen(Screen[tuple[str, str] | None]):
-    """A full-screen Python editor. ctrl+s keeps the text (and the change line), escape throws it away."""
+    """A full-screen Python editor. ctrl+s keeps the text (and the change line), escape throws it away.
+
+    With ask_change it starts on the one-line subject; enter (or tab) goes to the code, shift+tab back.
+    `refuse(text)` may return why the text cannot be kept (the editor then stays open and says so).
+    """
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Keep", id="edit-save", priority=True),
         Binding("escape", "cancel", "Discard", id="edit-cancel", priority=True),
     ]
 
-    def __init__(self, source: str, title: str, *, ask_change: bool = False) -> None:
+    def __init__(self, source: str, title: str, *, ask_change: bool = False,
+                 refuse: Callable[[str], str | None] | None = None) -> None:
         super().__init__(id="edit-screen")
-        self.source, self.title_text, self.ask_change = source, title, ask_change
+        self.source, self.title_text, self.ask_change, self.refuse = source, title, ask_change, refuse
 
     def compose(self) -> ComposeResult:
-        yield Label(self.title_text + " — ctrl+s keeps, escape discards", id="edit-title")
+        keys = SUBJECT_KEYS if self.ask_change else "ctrl+s keeps · escape discards"
+        yield Label(f"{self.title_text} — {keys}", id="edit-title")
         if self.ask_change:
             yield Input(placeholder="what you changed, in one line (the commit's subject)", id="edit-change")
         area = TextArea(self.source, language="python", show_line_numbers=True, tab_behavior="indent", id="edit-area")
@@ -72,11 +98,20 @@ class EditScreen(Screen[tuple[str, str] | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        (self.query_one("#edit-change", Input) if self.ask_change else self.query_one(TextArea)).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
         self.query_one(TextArea).focus()
 
     def action_save(self) -> None:
+        text = self.query_one(TextArea).text
+        problem = self.refuse(text) if self.refuse is not None else None
+        if problem:
+            self.notify(problem, severity="warning")
+            return
         change = self.query_one("#edit-change", Input).value.strip() if self.ask_change else ""
-        self.dismiss((self.query_one(TextArea).text, change or "person's candidate"))
+        self.dismiss((text, change or "person's candidate"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -90,11 +125,18 @@ any moment, and reopening the workspace resumes a round in flight.
 
 [b]Deciding[/b]
   a        approve (or send your edit, when the pane says "your edit")
-  r        reject, with a reason that goes back to the proposer
+  r        reject, with a reason (required) that goes back to the proposer
   e        edit the candidate here; ctrl+s keeps it, then a evaluates it as your revision (committed as yours)
   E        edit it in $EDITOR
-  w        write your own candidate, starting from best: the next round's proposal is yours
+  w        write your own candidate, starting from best: the next round's proposal is yours. It opens on
+           the one-line subject: enter or tab goes to the code, shift+tab back; ctrl+s keeps (a copy of
+           best is refused: it would spend a round on nothing), escape discards
   f        the candidate's full source / its diff against best
+
+[b]The panes[/b]
+  1-5      best, candidate, charts, trajectory, log. On a screen too small for all of them (under 110×34)
+           one is shown at a time and these switch; otherwise they move the focus (arrows scroll it).
+           In the trajectory, the line under the table shows the selected verdict in full.
 
 [b]The run[/b]
   space    pause / resume (takes effect between rounds)
@@ -110,8 +152,9 @@ version's record line, which moves only on an accept; the gate's paired improvem
 (bars) against the threshold (red line); and how every verdict ended.
 
 Keys can be remapped by binding id (App.set_keymap, or run_tui(keymap={...})): approve, reject, edit, \
-edit-external, write-own, next-round, pause, auto-approve, full-source, history, final-comparison, report, \
-help, quit.
+edit-external, write-own, pane-best, pane-candidate, pane-charts, pane-trajectory, pane-log, next-round, \
+pause, auto-approve, full-source, history, final-comparison, report, help, quit. A narrow footer leaves \
+some keys out; they all still work.
 """
 
 

@@ -3,18 +3,52 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import DataTable, Label, ProgressBar, Static
 
-from kernel_tui.tui.view import EvalStep, StatusView, VerdictRow
+from kernel_tui.tui.view import NA, EvalStep, StatusView, VerdictRow
 
 # keyed by the words of kernel_tui.core.verdicts.LABELS (widgets do not import the core)
 VERDICT_STYLES = {"accepted": "bold green", "rejected by the gate": "yellow", "rejected by the person": "cyan"}
-# Fixed widths: auto-sized columns are measured on idle, and a frame drawn before that keeps header widths.
-COLUMNS = (("round", 5), ("verdict", 18), ("latency", 9), ("vs incumbent", 12), ("CI", 20), ("p", 9),
-           ("change", 40), ("proposer", 28), ("reason", 80))
+# (header, the VerdictRow field, the widest it gets: longer text is clipped here and shown whole in the detail
+# line). Widths are set from the rows, not measured on idle: a frame drawn before that would keep header widths.
+COLUMNS = (("round", "round", 5), ("verdict", "status", 24), ("change", "change", 48), ("latency", "latency", 9),
+           ("vs incumbent", "improvement", 12), ("CI", "ci", 20), ("p", "p", 9), ("proposer", "proposer", 32),
+           ("reason", "reason", 80))
+
+
+def column_widths(rows: tuple[VerdictRow, ...]) -> list[int]:
+    """Each column as wide as its widest cell (or header), up to its limit."""
+    return [min(limit, max([len(header)] + [len(str(getattr(r, field))) for r in rows]))
+            for header, field, limit in COLUMNS]
+
+
+def clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def detail_text(row: VerdictRow) -> Text:
+    """The selected verdict in full: what changed, who proposed it, its latency and why it ended so."""
+    out = Text()
+    out.append(f"round {row.round}: ")
+    out.append(row.change, style="bold")
+    out.append(f" · {row.proposer}\n")
+    out.append(row.status, style=VERDICT_STYLES.get(row.status, "red"))
+    if row.latency != NA:
+        out.append(f" · {row.latency}")
+    out.append(_reason(row.status, row.reason))
+    return out
+
+
+def _reason(status: str, reason: str) -> str:
+    """`rejected by the gate: -7.3% …` rather than `rejected by the gate — rejected: -7.3% …`."""
+    word = status.split()[0] + ":" if status else ""
+    if word and reason.startswith(word):
+        return ": " + reason[len(word):].strip()
+    return f" — {reason}" if reason else ""
 
 
 class TrajectoryTable(DataTable):
@@ -25,27 +59,55 @@ class TrajectoryTable(DataTable):
         self.rows_shown: tuple[VerdictRow, ...] = ()
 
     def on_mount(self) -> None:
-        for label, width in COLUMNS:
-            self.add_column(label, width=width)
+        self._columns_for(())
+
+    def _columns_for(self, rows: tuple[VerdictRow, ...]) -> list[int]:
+        widths = column_widths(rows)
+        self.clear(columns=True)
+        for (header, _, _), width in zip(COLUMNS, widths):
+            self.add_column(header, width=width)
+        return widths
 
     def show(self, rows: tuple[VerdictRow, ...]) -> None:
         if rows == self.rows_shown:
             return
         follow = self.cursor_row >= len(self.rows_shown) - 1
         self.rows_shown = rows
-        self.clear()
+        widths = self._columns_for(rows)
         for r in rows:
-            style = VERDICT_STYLES.get(r.status, "red")
-            self.add_row(
-                str(r.round), Text(r.status, style=style), r.latency, r.improvement, r.ci, r.p,
-                _clip(r.change, 40), _clip(r.proposer, 28), _clip(r.reason, 80), key=str(r.round),
-            )
+            cells: list[str | Text] = [clip(str(getattr(r, field)), width) for (_, field, _), width in zip(COLUMNS, widths)]
+            cells[1] = Text(clip(r.status, widths[1]), style=VERDICT_STYLES.get(r.status, "red"))
+            self.add_row(*cells, key=str(r.round))
         if rows and follow:
             self.move_cursor(row=len(rows) - 1)
 
+    @property
+    def selected(self) -> VerdictRow | None:
+        row = self.cursor_row
+        return self.rows_shown[row] if self.rows_shown and 0 <= row < len(self.rows_shown) else None
 
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
+
+class TrajectoryPane(Vertical):
+    """The trajectory table and, under it, the selected verdict in full (nothing clipped there)."""
+
+    def compose(self) -> ComposeResult:
+        yield TrajectoryTable(id="trajectory-table")
+        yield Static("no verdicts yet", id="trajectory-detail")
+
+    def on_mount(self) -> None:
+        self.border_title = "trajectory"
+
+    def show(self, rows: tuple[VerdictRow, ...]) -> None:
+        self.query_one(TrajectoryTable).show(rows)
+        self._describe()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        row = self.query_one(TrajectoryTable).selected
+        self.query_one("#trajectory-detail", Static).update(detail_text(row) if row else "no verdicts yet")
 
 
 class EvalBar(Horizontal):
@@ -85,7 +147,7 @@ class EvalBar(Horizontal):
 
 
 class StatusLine(Static):
-    """Device (or the interpreter warning), proposer, model, budget left, auto-approve and pause."""
+    """Device (or the interpreter warning), budget left, auto-approve, pause, proposer and model."""
 
     paused: reactive[bool] = reactive(False)
     auto: reactive[bool] = reactive(False)
@@ -105,14 +167,17 @@ class StatusLine(Static):
         self.refresh_line()
 
     def refresh_line(self) -> None:
-        out = Text(no_wrap=True, overflow="ellipsis")
+        """The switches and the budget first: on a narrow screen the line wraps, and they stay in sight."""
+        out = Text()
         s = self.base
         if s is not None:
             interp = "interpreter" in s.device.lower()
             out.append(s.device, style="bold red" if interp else "bold")
-            out.append(f" │ proposer {s.proposer} │ model {s.model} │ budget {s.left} of {s.total} rounds left │ ")
+            out.append(f" │ {s.left} of {s.total} rounds left │ ")
         out.append("auto-approve ON" if self.auto else "auto-approve off", style="bold magenta" if self.auto else "")
         if self.paused:
             out.append(" │ ")
             out.append("PAUSED", style="bold yellow")
+        if s is not None:
+            out.append(f" │ proposer {s.proposer} │ model {s.model}")
         self.update(out)

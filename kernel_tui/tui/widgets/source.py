@@ -8,17 +8,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static, TextArea
 
 from kernel_tui.tui.view import BestView, PendingView
-
-DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
-
-
-def diff_text(diff: str) -> Text:
-    """A unified diff, coloured line by line (Rich's diff lexer needs no theme this way)."""
-    out = Text(no_wrap=True, overflow="ellipsis")
-    for line in diff.splitlines():
-        style = next((s for prefix, s in DIFF_STYLES if line.startswith(prefix)), "")
-        out.append(line + "\n", style=style)
-    return out
+from kernel_tui.tui.widgets.diff import DiffText
 
 
 def code_view(id: str) -> TextArea:
@@ -35,14 +25,27 @@ class BestPane(Vertical):
     BestPane > TextArea { border: none; padding: 0; }
     """
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.best: BestView | None = None
+
     def compose(self) -> ComposeResult:
         yield code_view("best-source")
 
     def on_mount(self) -> None:
         self.border_title = "best: loading…"
 
+    def on_resize(self) -> None:
+        self._title()
+
+    def _title(self) -> None:
+        if self.best is not None:
+            width = self.outer_size.width - 6
+            self.border_title = next((t for t in self.best.titles if len(t) <= width), self.best.titles[-1])
+
     def show(self, best: BestView) -> None:
-        self.border_title = best.title
+        self.best = best
+        self._title()
         area = self.query_one(TextArea)
         if area.text != best.source:
             area.load_text(best.source)
@@ -98,7 +101,7 @@ class CandidatePane(Vertical):
         info.append(p.change + "\n", style="bold")
         info.append(p.state, style="italic")
         self.query_one("#candidate-info", Static).update(info)
-        self.query_one("#diff", Static).update(diff_text(p.diff))
+        self.query_one("#diff", Static).update(DiffText(p.diff))
         area = self.query_one("#candidate-source", TextArea)
         if area.text != p.source:
             area.load_text(p.source)

@@ -47,17 +47,18 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
         self.kernels: dict[str, Kernel] = {}
         self.launches: list[Launch] = []
         self.consts: dict[str, ast.Constant] = {}
+        self.tree: ast.Module | None = None
         try:
-            self.tree = ast.parse(source)
+            tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            self.tree = None
             return
-        self.aliases = import_aliases(self.tree)
+        self.tree = tree
+        self.aliases = import_aliases(tree)
         self.tl = self._tl_prefix()
         try:
-            self._find_consts()
-            self._find_kernels()
-            self._find_launches()
+            self._find_consts(tree)
+            self._find_kernels(tree)
+            self._find_launches(tree)
             self._block_knobs()
             self._launch_option_knobs()
             self._load_knobs()
@@ -171,10 +172,10 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
         full = self._resolve(node)
         return full is not None and full.startswith("triton.language.") and full.rsplit(".", 1)[1] in names
 
-    def _find_consts(self) -> None:
+    def _find_consts(self, tree: ast.Module) -> None:
         assigned: dict[str, int] = {}
-        for node in self._walk(self.tree):
-            targets: list[ast.AST] = []
+        for node in self._walk(tree):
+            targets: list[ast.expr] = []
             if isinstance(node, ast.Assign):
                 targets = node.targets
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -182,13 +183,13 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
             elif isinstance(node, (ast.For, ast.comprehension)):
                 targets = [node.target]
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                for n in node.names:
-                    assigned[n] = assigned.get(n, 0) + 2
+                for declared in node.names:
+                    assigned[declared] = assigned.get(declared, 0) + 2
             for t in targets:
                 for n in self._walk(t):
                     if isinstance(n, ast.Name):
                         assigned[n.id] = assigned.get(n.id, 0) + 1
-        for node in self.tree.body:
+        for node in tree.body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name, value = node.targets[0].id, node.value
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
@@ -197,11 +198,12 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
                 continue
             if isinstance(value, ast.Call) and self._is_tl(value.func, "constexpr") and len(value.args) == 1 and not value.keywords:
                 value = value.args[0]
-            if int_value(value) is not None and assigned.get(name) == 1:
-                self.consts[name] = value  # type: ignore[assignment]
+            # int_value is not None only for an ast.Constant: the isinstance only narrows the type
+            if isinstance(value, ast.Constant) and int_value(value) is not None and assigned.get(name) == 1:
+                self.consts[name] = value
 
-    def _find_kernels(self) -> None:
-        for node in self.tree.body:
+    def _find_kernels(self, tree: ast.Module) -> None:
+        for node in tree.body:
             if not isinstance(node, ast.FunctionDef):
                 continue
             decos = [self._resolve(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list]
@@ -299,9 +301,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
             return True
         return self._is_tl(call.func, *RANGE_FUNCS)
 
-    def _find_launches(self) -> None:
+    def _find_launches(self, tree: ast.Module) -> None:
         counts: dict[str, int] = {}
-        hosts = [n for n in self._walk(self.tree) if isinstance(n, ast.FunctionDef) and n.name not in self.kernels]
+        hosts = [n for n in self._walk(tree) if isinstance(n, ast.FunctionDef) and n.name not in self.kernels]
         for host in hosts:
             for call in self._walk(host):
                 if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.proposers.transforms.knobs import (
     DEFAULT_NUM_STAGES,
@@ -34,6 +35,9 @@ class SanityBounds:
     launches: list[Launch]
     consts: dict[str, ast.Constant]
     _constraints: list[tuple[str, Callable[[dict], float | None]]]
+
+    if TYPE_CHECKING:  # provided by KnobFamilies
+        def _param_kind(self, k: Kernel, param: str) -> str | None: ...
 
     def _sanity_constraints(self) -> None:
         for launch in self.launches:
@@ -87,30 +91,31 @@ class SanityBounds:
             def accumulator(assign: dict) -> float | None:
                 vals = [self._param_value(assign, launch, p) for p in grid_tiles]
                 w, _ = self._options(assign, launch)
-                if not vals or None in vals or w is None:
+                known = _known(vals)
+                if not vals or known is None or w is None:
                     return None
-                per_thread = _prod(vals) / (32 * w)  # type: ignore[arg-type]
+                per_thread = _prod(known) / (32 * w)
                 return _excess(per_thread, MIN_ACCUMULATOR_PER_THREAD, MAX_ACCUMULATOR_PER_THREAD)
 
             def shared_memory(assign: dict) -> float | None:
-                g = [self._param_value(assign, launch, p) for p in grid_tiles]
-                kk = [self._param_value(assign, launch, p) for p in k_tiles]
+                g = _known([self._param_value(assign, launch, p) for p in grid_tiles])
+                kk = _known([self._param_value(assign, launch, p) for p in k_tiles])
                 _, s = self._options(assign, launch)
-                if not g or not kk or None in g or None in kk:
+                if not g or not kk:
                     return None
                 stages = max(1, s or DEFAULT_NUM_STAGES)
-                used = sum(x * _prod(kk) for x in g) * OPERAND_BYTES * stages  # type: ignore
+                used = sum(x * _prod(kk) for x in g) * OPERAND_BYTES * stages
                 return _excess(used, 0, SHARED_MEMORY_BYTES)
 
             self._constraints.append((f"{prefix}:accumulator", accumulator))
             self._constraints.append((f"{prefix}:shared-memory", shared_memory))
         else:
             def registers(assign: dict) -> float | None:
-                vals = [self._param_value(assign, launch, p) for p in shapes]
+                vals = _known([self._param_value(assign, launch, p) for p in shapes])
                 w, _ = self._options(assign, launch)
-                if None in vals or w is None:
+                if vals is None or w is None:
                     return None
-                n = _prod(vals)  # type: ignore[arg-type]
+                n = _prod(vals)
                 return _excess(n, MIN_ELEMENTS_PER_WARP * w, MAX_ELEMENTS_PER_THREAD * 32 * w)
 
             self._constraints.append((f"{prefix}:registers", registers))
@@ -125,6 +130,12 @@ def _excess(x: float, lo: float, hi: float) -> float:
     if lo > 0 and x < lo:
         return math.log2(lo / x)
     return 0.0
+
+
+def _known(values: list[int | None]) -> list[int] | None:
+    """The values, or None where any of them is unknown."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
 
 
 def _prod(values: Iterable[int]) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.proposers.transforms.knobs import (
     BLOCK_BOUNDS,
@@ -47,6 +48,11 @@ class KnobFamilies:
     launches: list[Launch]
     consts: dict[str, ast.Constant]
     _editors: dict[str, Callable[[int | str], list[Edit]]]
+
+    if TYPE_CHECKING:  # provided by Analysis
+        def _walk(self, node: ast.AST) -> list[ast.AST]: ...
+        def _names(self, node: ast.AST) -> set[str]: ...
+        def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
 
     # --- block and tiling constants -----------------------------------------------------------------
     def _param_kind(self, k: Kernel, param: str) -> str | None:
@@ -97,18 +103,19 @@ class KnobFamilies:
             value = int_value(node)
             if value is None or not is_pow2(value):
                 continue
-            kinds, ok, dot, unmasked = set(), True, False, False
-            for k, param, launch in where:
+            kinds: set[str] = set()
+            ok, dot, unmasked = True, False, False
+            for k, param, via in where:  # via: the launch of this use, or None
                 kind = self._param_kind(k, param) if param else None
-                if kind is None or k.tuned or (launch is not None and launch.has_star and not is_const):
+                if kind is None or k.tuned or (via is not None and via.has_star and not is_const):
                     ok = False
                     break
                 if kind in ("block", "factor") and "pid" in k.roles.get(param, set()):
                     # the program id walks over blocks: the grid must follow the same value
-                    if launch is None:
+                    if via is None:
                         launch_list = [ln for ln in self.launches if ln.kernel is k]
                     else:
-                        launch_list = [launch]
+                        launch_list = [via]
                     if not launch_list or not all(
                         (is_const and name in ln.grid_refs) or f"meta:{param}" in ln.grid_refs for ln in launch_list
                     ):
@@ -120,6 +127,7 @@ class KnobFamilies:
             if not ok or len(kinds) != 1:
                 continue
             kind = kinds.pop()
+            domain: tuple[int, ...]
             if kind == "group":
                 domain = GROUP_SIZES
             elif kind == "factor":
@@ -131,8 +139,7 @@ class KnobFamilies:
             if value not in domain:
                 domain = tuple(sorted({*domain, value}))
             self.knobs[kid] = Knob(id=kid, kind=kind, label=name.lower(), value=value, domain=domain)
-            span = (self.text.start(node), self.text.end(node))
-            self._editors[kid] = lambda new, s=span: [Edit(s[0], s[1], str(new))]
+            self._editors[kid] = _replace((self.text.start(node), self.text.end(node)))
 
     # --- launch options -----------------------------------------------------------------------------
     def _launch_option_knobs(self) -> None:
@@ -152,13 +159,16 @@ class KnobFamilies:
                         continue
                     if opt == "num_stages" and not k.pipelined:
                         continue
-                    span = (self.text.start(kw.value), self.text.end(kw.value))
-                    self._editors[kid] = lambda new, s=span: [Edit(s[0], s[1], str(new))]
+                    self._editors[kid] = _replace((self.text.start(kw.value), self.text.end(kw.value)))
                 else:
                     if launch.has_star or (opt == "num_stages" and not k.pipelined):
                         continue
                     value = default
-                    self._editors[kid] = lambda new, c=launch.call, o=opt: [insert_keyword(self.text, c, f"{o}={new}")]
+
+                    def insert(new: int | str, c: ast.Call = launch.call, o: str = opt) -> list[Edit]:
+                        return [insert_keyword(self.text, c, f"{o}={new}")]
+
+                    self._editors[kid] = insert
                 self.knobs[kid] = Knob(id=kid, kind=opt, label=opt, value=value, domain=domain, where=where)
 
     # --- loads: eviction policy and cache modifier --------------------------------------------------------
@@ -167,7 +177,7 @@ class KnobFamilies:
             if not k.loads:
                 continue
             for opt, domain in (("eviction_policy", EVICTION_POLICIES), ("cache_modifier", CACHE_MODIFIERS)):
-                values = set()
+                values: set[str | None] = set()  # None: a value this family cannot read or edit
                 for call in k.loads:
                     kw = next((x for x in call.keywords if x.arg == opt), None)
                     if kw is None:
@@ -181,13 +191,17 @@ class KnobFamilies:
                 if len(values) != 1 or None in values:
                     continue
                 value = values.pop()
-                if value not in domain:
+                if value is None or value not in domain:  # None is ruled out above; this narrows the type
                     continue
                 kid = f"kernel:{k.name}:{opt}"
                 self.knobs[kid] = Knob(id=kid, kind=opt, label=k.name, value=value, domain=domain, numeric=False)
-                self._editors[kid] = lambda new, k=k, opt=opt: self._load_edits(k, opt, new)
 
-    def _load_edits(self, k: Kernel, opt: str, new: str) -> list[Edit]:
+                def load_edits(new: int | str, k: Kernel = k, opt: str = opt) -> list[Edit]:
+                    return self._load_edits(k, opt, new)
+
+                self._editors[kid] = load_edits
+
+    def _load_edits(self, k: Kernel, opt: str, new: int | str) -> list[Edit]:
         edits = []
         for call in k.loads:
             kw = next((x for x in call.keywords if x.arg == opt), None)
@@ -226,12 +240,23 @@ class KnobFamilies:
                 where = f" (loop {i + 1} of {k.name})" if len(loops) > 1 or len(self.kernels) > 1 else ""
                 self.knobs[kid] = Knob(id=kid, kind="unroll", label="loop_unroll_factor", value=value,
                                        domain=UNROLL_FACTORS, where=where)
-                self._editors[kid] = lambda new, call=call, kw=kw, builtin=builtin: self._unroll_edits(call, kw, builtin, new)
 
-    def _unroll_edits(self, call: ast.Call, kw: ast.keyword | None, builtin: bool, new: int) -> list[Edit]:
+                def unroll_edits(new: int | str, call: ast.Call = call, kw: ast.keyword | None = kw,
+                                 builtin: bool = builtin) -> list[Edit]:
+                    return self._unroll_edits(call, kw, builtin, new)
+
+                self._editors[kid] = unroll_edits
+
+    def _unroll_edits(self, call: ast.Call, kw: ast.keyword | None, builtin: bool, new: int | str) -> list[Edit]:
         if kw is not None:
             return [Edit(self.text.start(kw.value), self.text.end(kw.value), str(new))]
         edits = [insert_keyword(self.text, call, f"loop_unroll_factor={new}")]
         if builtin:
             edits.append(Edit(self.text.start(call.func), self.text.end(call.func), f"{self.tl}.range"))
         return edits
+
+
+def _replace(span: tuple[int, int]) -> Callable[[int | str], list[Edit]]:
+    """The editor of a literal at `span`: its text becomes the new value's."""
+    start, end = span
+    return lambda new: [Edit(start, end, str(new))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.astutil import dotted_name
 from kernel_tui.core.proposers.transforms.knobs import DEFAULT_GROUP, Kernel, Knob, Launch
@@ -28,6 +29,11 @@ class GroupedLaunchOrder:
     launches: list[Launch]
     _editors: dict[str, Callable[[int | str], list[Edit]]]
 
+    if TYPE_CHECKING:  # provided by Analysis (and KnobFamilies)
+        def _walk(self, node: ast.AST) -> list[ast.AST]: ...
+        def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
+        def _param_kind(self, k: Kernel, param: str) -> str | None: ...
+
     def _launch_order_knobs(self) -> None:
         for k in self.kernels.values():
             grouped = any(self._param_kind(k, p) == "group" for p in k.constexpr)
@@ -42,7 +48,11 @@ class GroupedLaunchOrder:
             kid = f"kernel:{k.name}:launch_order"
             self.knobs[kid] = Knob(id=kid, kind="launch_order", label="launch order", value="row-major",
                                    domain=("row-major", "grouped"), numeric=False)
-            self._editors[kid] = lambda new, plan=plan: plan
+
+            def edits(new: int | str, plan: list[Edit] = plan) -> list[Edit]:
+                return plan  # one structural edit, whatever the new value
+
+            self._editors[kid] = edits
 
     def _row_major_plan(self, k: Kernel) -> list[Edit] | None:
         """The edits that give a kernel with the plain row-major pid mapping the grouped one, or None
@@ -136,10 +146,12 @@ class GroupedLaunchOrder:
 
     def _cdiv_parts(self, expr: ast.AST) -> tuple[str, str, str] | None:
         """(N, BLOCK, style) for `tl.cdiv(N, BLOCK)` or `(N + BLOCK - 1) // BLOCK`."""
-        if isinstance(expr, ast.Call) and self._is_tl(expr.func, "cdiv") and len(expr.args) == 2 and all(
-                isinstance(x, ast.Name) for x in expr.args):
-            prefix = dotted_name(expr.func) or f"{self.tl}.cdiv"
-            return expr.args[0].id, expr.args[1].id, prefix + "({}, {})"  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Call) and self._is_tl(expr.func, "cdiv") and len(expr.args) == 2:
+            n, block = expr.args
+            if isinstance(n, ast.Name) and isinstance(block, ast.Name):
+                prefix = dotted_name(expr.func) or f"{self.tl}.cdiv"
+                return n.id, block.id, prefix + "({}, {})"
+            return None  # a call is no floor division either
         if (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.FloorDiv) and isinstance(expr.right, ast.Name)
                 and isinstance(expr.left, ast.BinOp) and isinstance(expr.left.op, ast.Sub)
                 and isinstance(expr.left.left, ast.BinOp) and isinstance(expr.left.left.op, ast.Add)

@@ -1,0 +1,276 @@
+"""Applying the plan, in the worker, to itself: no new privileges, namespaces, resource limits,
+seccomp and Landlock, each reported as in force or missing (with why)."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import resource
+import struct
+import sys
+
+from kernel_tui.core.evaluator.sandbox.models import SandboxPlan, SandboxReport
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+# Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on x86-64 and arm64.
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+
+# seccomp: refuse socket() and io_uring_setup(); on the CPU also every new process (threads stay).
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+SYSCALLS = {
+    "x86_64": {"socket": 41, "clone": 56, "fork": 57, "vfork": 58, "io_uring_setup": 425, "clone3": 435},
+    "aarch64": {"socket": 198, "clone": 220, "io_uring_setup": 425, "clone3": 435},
+}
+X32_SYSCALL_BIT = 0x40000000
+CLONE_THREAD = 0x10000
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    if abi >= 5:
+        rights |= FS_IOCTL_DEV
+    return rights
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version of the running kernel; 0 where it has none (or it is disabled)."""
+    try:
+        abi = _libc().syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    except (AttributeError, OSError):
+        return 0
+    return max(0, int(abi))
+
+
+def _err(what: str) -> str:
+    e = ctypes.get_errno()
+    return f"{what} ({errno.errorcode.get(e, e)})"
+
+
+def _no_new_privs(libc) -> str | None:
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return _err("no_new_privs")
+    return None
+
+
+def _namespaces(libc) -> tuple[str, str | None]:
+    """A new user namespace (mapped to the same ids) and a new network namespace. The user namespace
+    needs a process with one thread: the fork server's children and a fresh worker both are, here."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        why = _err("unshare(user, net)")
+        if ctypes.get_errno() == errno.EINVAL:
+            why += f" with {len(os.listdir('/proc/self/task'))} threads"
+        # root can still leave the network where a user namespace cannot be had
+        if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET) == 0:
+            return "no network (network namespace)", None
+        return "no network", why
+    try:
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"{uid} {uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"{gid} {gid} 1")
+    except OSError as exc:
+        return "no network (user and network namespaces)", f"user namespace id map ({exc.strerror})"
+    return "no network (user and network namespaces)", None
+
+
+def _bpf(program: list[tuple]) -> bytes:
+    """Assemble (label,) markers and (code, k, jump_if_true, jump_if_false) instructions, jumps by label."""
+    labels, at = {}, 0
+    for ins in program:
+        if len(ins) == 1:
+            labels[ins[0]] = at
+        else:
+            at += 1
+    out, at = [], 0
+    for ins in program:
+        if len(ins) == 1:
+            continue
+        code, k, jt, jf = ins
+        true_jump = labels[jt] - at - 1 if jt else 0  # jumps count instructions after this one
+        false_jump = labels[jf] - at - 1 if jf else 0
+        out.append(struct.pack("HBBI", code, true_jump, false_jump, k))
+        at += 1
+    return b"".join(out)
+
+
+def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None:
+    machine = platform.machine()
+    if machine not in AUDIT_ARCH:
+        return f"no syscall table for {machine}"
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    nr = SYSCALLS[machine]
+    program: list[tuple] = [
+        (ld, 4, None, None),  # seccomp_data.arch
+        (jeq, AUDIT_ARCH[machine], "native", "deny"),  # another ABI's table: refuse, never misread numbers
+        ("native",),
+        (ld, 0, None, None),  # seccomp_data.nr
+    ]
+    if machine == "x86_64":
+        program.append((jge, X32_SYSCALL_BIT, "deny", None))
+    program += [(jeq, nr["io_uring_setup"], "deny", None)]
+    if unix_sockets:
+        program += [(jeq, nr["socket"], "socket", None)]
+    else:
+        program += [(jeq, nr["socket"], "deny", None)]
+    if no_processes:  # threads yes, processes no: the interpreter needs no compiler
+        program += [(jeq, nr[name], "deny", None) for name in ("fork", "vfork") if name in nr]
+        program += [(jeq, nr["clone3"], "nosys", None), (jeq, nr["clone"], "clone", "allow"), ("clone",),
+                    (ld, 16, None, None),  # low word of clone's flags
+                    (jset, CLONE_THREAD, "allow", "deny")]
+    program += [(ret, 0x7FFF0000, None, None)]
+    if unix_sockets:
+        program += [("socket",), (ld, 16, None, None), (jeq, 1, "allow", "deny")]  # AF_UNIX only
+    program += [("allow",), (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
+                ("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
+                ("nosys",), (ret, 0x00050000 | errno.ENOSYS, None, None)]  # glibc then falls back to clone
+    raw = _bpf(program)
+    buf = ctypes.create_string_buffer(raw, len(raw))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(raw) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return _err("prctl")
+    return None
+
+
+def _limits(plan: SandboxPlan) -> tuple[list[str], list[str]]:
+    """(active, missing) resource limits."""
+    active, missing = [], []
+    wanted = [
+        (resource.RLIMIT_NPROC, plan.max_processes, "processes"),
+        (resource.RLIMIT_FSIZE, plan.max_file_bytes, "file size"),
+        (resource.RLIMIT_CORE, 0, "no core dumps"),
+    ]
+    if plan.max_address_space:
+        wanted.append((resource.RLIMIT_AS, plan.max_address_space, "memory"))
+    for which, value, name in wanted:
+        try:
+            _, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value))
+            active.append(name)
+        except (ValueError, OSError) as exc:
+            missing.append(f"limit on {name} ({exc})")
+    if os.geteuid() == 0 and "processes" in active:
+        active.remove("processes")
+        if plan.execute:  # without exec rights seccomp refuses every new process instead
+            missing.append("process limit: the kernel does not apply it to root; run kernel-tui as a user to bound processes")
+    return ([f"limits ({', '.join(active)})"] if active else []), missing
+
+
+def _landlock(libc, plan: SandboxPlan, abi: int) -> tuple[list[str], list[str]]:
+    """(active, missing) after restricting this process with Landlock."""
+    fs = _fs_rights(abi)
+    handled_net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    attr = struct.pack("QQQ", fs, handled_net, scoped)[:size]
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.c_char_p(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return [], [_err("Landlock ruleset")]
+    read = FS_READ_FILE | FS_READ_DIR
+    write = fs & ~(FS_EXECUTE | FS_MAKE_CHAR | FS_MAKE_BLOCK | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_IOCTL_DEV)
+    device = (FS_READ_FILE | FS_WRITE_FILE | FS_IOCTL_DEV | FS_TRUNCATE) & fs
+    rules = (
+        [(p, read) for p in plan.read]
+        + [(p, write) for p in plan.write]
+        + [(p, FS_EXECUTE | FS_READ_FILE) for p in plan.execute]
+        + [(p, device) for p in plan.devices]
+        + [("/dev", FS_READ_DIR)]
+        # the CUDA driver names its threads (/proc/self/task/TID/comm); this process's own threads only
+        + [("/proc/self/task", FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE)]
+    )
+    skipped = []
+    try:
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                skipped.append(path)
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= FILE_ONLY
+                rule = struct.pack("=Qi", rights & fs, fd)
+                if libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), 0) != 0:
+                    skipped.append(path)
+            finally:
+                os.close(fd)
+        if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            return [], [_err("Landlock restrict_self")]
+    finally:
+        os.close(ruleset)
+    active = [f"Landlock ABI {abi} (filesystem)"]
+    missing = []
+    if abi < 2:
+        missing.append(f"Landlock ABI {abi}: renames across folders are not controlled")
+    if handled_net:
+        active.append("Landlock TCP")
+    if scoped:
+        active.append("Landlock scopes (signals, abstract sockets)")
+    else:
+        missing.append(f"Landlock ABI {abi} < 6: signals and abstract sockets outside the sandbox are not scoped")
+    if abi < 5:
+        missing.append(f"Landlock ABI {abi} < 5: device ioctls are not restricted")
+    return active, missing
+
+
+def apply(plan: SandboxPlan) -> SandboxReport:
+    """Confine this process by `plan`, as far as the kernel allows; say what is in force and what is not."""
+    sys.dont_write_bytecode = True  # importing must not try to write into read-only package folders
+    libc = _libc()
+    active: list[str] = []
+    missing: list[str] = []
+
+    def layer(name: str, why: str | None) -> None:
+        (missing.append(f"{name}: {why}") if why else active.append(name))
+
+    layer("no new privileges", _no_new_privs(libc))
+    layer(*_namespaces(libc))
+    on, off = _limits(plan)
+    active += on
+    missing += off
+    no_processes = not plan.execute
+    what = ("Unix sockets only" if plan.unix_sockets else "no sockets") + (", no new processes" if no_processes else "")
+    layer(f"{what} (seccomp)", _seccomp(libc, no_processes, plan.unix_sockets))
+    if plan.unix_sockets:
+        missing.append("Unix sockets: allowed for the CUDA driver, and Landlock cannot confine them by path here")
+    abi = landlock_abi()
+    if abi <= 0:
+        missing.append("Landlock: not available in this kernel, so reads, writes and execution are not confined")
+    else:
+        on, off = _landlock(libc, plan, abi)
+        active += on
+        missing += off
+    return SandboxReport(active=active, missing=missing)
+
+

@@ -1,0 +1,153 @@
+"""Building the plan, in the trusted caller (never imports torch or triton): what a worker may read,
+write and execute, found from this machine and the import path."""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import kernel_tui
+from kernel_tui.core.evaluator.sandbox.models import SandboxPlan
+
+# Files under /etc that the loader, Python and the compiler read; nothing else there (shadow, keys, ...).
+ETC_FILES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf", "passwd", "group",
+    "host.conf", "os-release", "gai.conf",
+)
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/proc", "/sys")
+DEVICE_GLOBS = (
+    "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+    "/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/kfd", "/dev/dri/*",
+)
+
+
+def _package_dir(name: str) -> Path | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _which(name: str) -> str | None:
+    found = shutil.which(name)
+    return os.path.realpath(found) if found else None
+
+
+@functools.cache
+def compiler_toolchain() -> tuple[str, ...]:
+    """The executables Triton runs to build a GPU kernel: ptxas and friends from its own package, the C
+    compiler it builds launchers with (and the programs that compiler runs), and the dynamic loader those
+    programs need. Not ldconfig: it is a shell script on some systems, so the caller finds libcuda for
+    Triton instead (`libcuda_dir`)."""
+    files: set[str] = set()
+    triton = _package_dir("triton")
+    if triton is not None:
+        files.update(os.path.realpath(p) for p in glob.glob(str(triton / "backends" / "*" / "bin" / "*")))
+    for var in ("TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_HIP_LLD_PATH"):
+        if os.environ.get(var):
+            files.add(os.path.realpath(os.environ[var]))
+    # Triton takes $CC, else gcc, else clang; `cc` too, for other builders: each driver and its helpers
+    drivers = {os.path.realpath(d) for d in (os.environ.get("CC"), *map(shutil.which, ("gcc", "clang", "cc"))) if d}
+    for cc in sorted(drivers):
+        files.add(cc)
+        for prog in ("cc1", "as", "collect2", "ld", "lto-wrapper"):
+            try:
+                out = subprocess.run([cc, f"-print-prog-name={prog}"], capture_output=True, text=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            path = out.stdout.strip()
+            resolved = os.path.realpath(path) if os.path.isabs(path) else _which(path)
+            if resolved and os.path.isfile(resolved):
+                files.add(resolved)
+    for loader in glob.glob("/lib*/ld-linux*.so*") + glob.glob("/lib/*/ld-linux*.so*"):
+        files.add(os.path.realpath(loader))
+    return tuple(sorted(p for p in files if os.path.isfile(p)))
+
+
+@functools.cache
+def libcuda_dir() -> str | None:
+    """The folder of libcuda.so.1, as Triton would find it with `ldconfig -p`; asked here, in the trusted
+    caller, and handed to workers as TRITON_LIBCUDA_PATH so that no worker needs to run ldconfig."""
+    for ldconfig in ("/sbin/ldconfig", "/usr/sbin/ldconfig", shutil.which("ldconfig")):
+        if not ldconfig or not os.path.exists(ldconfig):
+            continue
+        try:
+            out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=20).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        for line in out.splitlines():
+            if line.strip().startswith("libcuda.so.1 ") and "=>" in line:
+                return os.path.dirname(line.split("=>", 1)[1].strip())
+    return None
+
+
+def _install_prefixes(executables) -> list[str]:
+    """Where each compiler program lives, read as a whole: a C compiler reads its headers, specs and
+    start files from beside its programs (/opt/gcc/bin/gcc -> /opt/gcc)."""
+    out = []
+    for exe in executables:
+        folder = os.path.dirname(exe)
+        out.append(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
+    return out
+
+
+def _existing(paths) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        if p and os.path.exists(p):
+            real = os.path.realpath(p)
+            if real not in out:
+                out.append(real)
+    return out
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
+def _library_paths(python_paths: list[str]) -> list[str]:
+    """The import path minus folders that hold more than libraries: a checkout of kernel-tui (its
+    workspaces live there; the package itself is added alone), the current folder and the home folder."""
+    skip = {os.path.realpath(os.getcwd()), os.path.realpath(os.path.expanduser("~"))}
+    return [
+        p for p in python_paths
+        if os.path.realpath(p) not in skip and not os.path.isfile(os.path.join(p, "kernel_tui", "__init__.py"))
+    ]
+
+
+def build_plan(device: str, triton_cache: Path, python_paths: list[str]) -> SandboxPlan:
+    """The plan for every worker of one evaluator; `for_worker` adds each worker's own folder."""
+    cuda_dirs = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), os.environ.get("ROCM_PATH"), "/opt/rocm"]
+    ld_dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    package = Path(kernel_tui.__file__).resolve().parent  # kernel_tui itself, not the folder that holds it
+    execute = list(compiler_toolchain()) if device == "cuda" else []
+    read = _existing([
+        *SYSTEM_READ, *(f"/etc/{f}" for f in ETC_FILES), sys.prefix, sys.base_prefix, sys.exec_prefix,
+        *_library_paths(python_paths), str(package), *cuda_dirs, *ld_dirs, *_install_prefixes(execute),
+        libcuda_dir() if device == "cuda" else None,
+    ])
+    devices = _existing(p for pattern in DEVICE_GLOBS for p in glob.glob(pattern))
+    memory = _memory_bytes()
+    return SandboxPlan(
+        read=read, write=[str(Path(triton_cache).resolve())], devices=devices, execute=execute,
+        max_address_space=memory // 2 if device == "cpu" and memory else None, unix_sockets=device == "cuda",
+    )
+
+
+def for_worker(plan: SandboxPlan, workdir: Path) -> SandboxPlan:
+    return plan.model_copy(update={"write": [str(Path(workdir).resolve()), *plan.write]})
+
+
