@@ -311,3 +311,15 @@ def test_no_raw_status_names_reach_the_report(tmp_path):
         assert raw not in md, raw
     assert "policy violation: 1" in md and "complete, with warnings" in md
     assert "| 2 | num_warps 8 |" in md and "| rejected by the gate |" in md
+
+
+def test_the_timeline_axis_is_minutes_from_one_named_start():
+    from datetime import UTC, datetime
+
+    from kernel_tui.core.report.figures import timeline_axis
+
+    times = [datetime(2026, 11, 30, 19, 5, 0, tzinfo=UTC), datetime(2026, 11, 30, 19, 5, 30, tzinfo=UTC),
+             datetime(2026, 11, 30, 19, 17, 0, tzinfo=UTC)]
+    xs, label = timeline_axis(times)
+    assert xs == [0.0, 0.5, 12.0]  # one unit, minutes: no clock times mixed with seconds
+    assert label == "minutes since the first verdict (2026-11-30 19:05 UTC)"

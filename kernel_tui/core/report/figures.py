@@ -154,9 +154,14 @@ def _plot_rounds(path: Path, r: RunRecords) -> None:
     plt.close(fig)
 
 
-def _plot_timeline(path: Path, r: RunRecords) -> None:
-    import matplotlib.dates as mdates
+def timeline_axis(times: list[datetime]) -> tuple[list[float], str]:
+    """Minutes since the first verdict, one unit on the whole axis, and a label naming the clock time
+    it starts at (date tick labels mixed clock times with seconds)."""
+    start = min(times)
+    return [(t - start).total_seconds() / 60 for t in times], f"minutes since the first verdict ({start:%Y-%m-%d %H:%M} UTC)"
 
+
+def _plot_timeline(path: Path, r: RunRecords) -> None:
     plt = _pyplot()
     timed = [(t, ln) for ln in r.lines if (t := _parse_time(ln.time)) is not None]
     if not timed:
@@ -168,30 +173,27 @@ def _plot_timeline(path: Path, r: RunRecords) -> None:
     styles = {ACCEPTED: dict(marker="*", s=260, color="tab:green", edgecolors="black"),
               REJECTED: dict(marker="o", s=60, facecolors="none", edgecolors="dimgray", linewidths=1.5),
               REJECTED_BY_PERSON: dict(marker="s", s=50, color="#bcd4ec", edgecolors="steelblue")}
+    xs, axis_label = timeline_axis([t for t, _ in timed])
     for cat in cats:
-        pts = [t for t, ln in timed if category(ln) == cat]
+        pts = [x for x, (_, ln) in zip(xs, timed) if category(ln) == cat]
         ax.scatter(pts, [cats.index(cat)] * len(pts), zorder=3, label=label(cat),
                    **styles.get(cat, dict(marker="X", s=60, color="firebrick")))
-    times = [t for t, _ in timed]
-    span = (max(times) - min(times)).total_seconds()
-    middle = min(times) + (max(times) - min(times)) / 2
-    for t, ln in timed:
+    span = max(xs) * 60
+    middle = max(xs) / 2
+    for x, (_, ln) in zip(xs, timed):
         text = f"r{ln.round} accepted: {cell(ln.change, 32)}" if ln.accepted else f"r{ln.round}"
-        right = t <= middle
-        ax.annotate(text, (mdates.date2num(t), cats.index(category(ln))), xytext=(7 if right else -7, 7),
+        right = x <= middle
+        ax.annotate(text, (x, cats.index(category(ln))), xytext=(7 if right else -7, 7),
                     textcoords="offset points", ha="left" if right else "right",
                     fontsize=8 if ln.accepted else 7, fontweight="bold" if ln.accepted else "normal")
     if span < 60:
-        pad = (60 - span) / 2 / 86400
-        ax.set_xlim(mdates.date2num(min(times)) - pad, mdates.date2num(max(times)) + pad)
+        pad = (60 - span) / 2 / 60
+        ax.set_xlim(-pad, max(xs) + pad)
     ax.set_yticks(range(len(cats)), [label(c) for c in cats])
     ax.set_ylim(-0.7, len(cats) - 0.3)
     ax.invert_yaxis()
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     skipped = len(r.lines) - len(timed)
-    ax.set_xlabel(f"wall time (UTC); {len(timed)} verdicts over {span / 60:.1f} min"
+    ax.set_xlabel(f"{axis_label}; {len(timed)} verdicts over {span / 60:.1f} min"
                   + (f"; {skipped} without a readable time not shown" if skipped else ""))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout(rect=(0, 0, 1, room))
