@@ -20,3 +20,15 @@ def test_larger_changes_are_counted_and_no_change_is_said():
 def test_an_edit_says_what_is_evaluated_and_what_was_proposed():
     text = describe_edit("BLOCK_SIZE = 256\n", "BLOCK_SIZE = 1024\n", "block_size 256 -> 8192")
     assert text == "edited: BLOCK_SIZE: 256 -> 1024 (proposed: block_size 256 -> 8192)"
+
+
+def test_the_edit_panes_header_says_what_the_edit_evaluates():
+    from kernel_tui.core.decision import PendingProposal
+    from kernel_tui.core.records import ProposerInfo
+    from kernel_tui.tui.present import edited_view
+
+    pending = PendingProposal(round=4, commit="a" * 40, change="block_size 256 -> 8192",
+                              proposer=ProposerInfo(kind="search", name="built-in search"),
+                              source="BLOCK_SIZE = 8192\n", best_source="BLOCK_SIZE = 256\n", best_commit="b" * 40)
+    view = edited_view(pending, "BLOCK_SIZE = 1024\n")
+    assert view.change == "edited: BLOCK_SIZE: 256 -> 1024 (proposed: block_size 256 -> 8192)"

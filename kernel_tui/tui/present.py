@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
+from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
 from kernel_tui.core.history import (
     accepted_versions,
@@ -118,8 +119,8 @@ def pending_view(p: PendingProposal, state: str, *, waiting: bool = True) -> Pen
 
 def edited_view(p: PendingProposal, source: str) -> PendingView:
     diff = unified(p.best_source, source, f"best ({p.best_commit[:8]})", f"round {p.round}, your edit")
-    return PendingView(round=p.round, commit=p.commit, change=p.change, proposer=proposer_label(p.proposer),
-                       diff=diff or "(identical to best)\n", source=source, edited=True,
+    return PendingView(round=p.round, commit=p.commit, change=describe_edit(p.best_source, source, p.change),
+                       proposer=proposer_label(p.proposer), diff=diff or "(identical to best)\n", source=source, edited=True,
                        state="your edit, not sent yet — a: evaluate it as your revision · e/E: edit again · r: reject")
 
 
