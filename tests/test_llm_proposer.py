@@ -377,3 +377,16 @@ def test_importing_the_proposer_does_not_import_litellm():
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_agent_is_told_the_rules_the_policy_and_the_sandbox_enforce():
+    import re
+
+    from kernel_tui.core import policy
+    from kernel_tui.core.proposers.prompt import _policy
+
+    told = _policy()
+    rules = set(re.findall(r'self\.add\(\s*"([a-z-]+)"', (ROOT / "kernel_tui/core/policy.py").read_text()))
+    assert {"attribute-not-allowed", "module-alias", "introspection"} <= rules
+    assert {"attribute-not-allowed", "module-alias", "introspection", "torch-compute"} <= {r for r in rules if r in told}
+    assert "sandbox_violation" in told and all(name in told for name in policy.ALLOWED_IMPORTS - {"__future__"})
