@@ -18,7 +18,6 @@ import time
 import traceback
 from pathlib import Path
 
-from kernel_tui.core.evaluator import sandbox
 from kernel_tui.core.evaluator.models import (
     CaseResult,
     Environment,
@@ -26,7 +25,7 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.sandbox import Guard, SandboxReport
+from kernel_tui.core.evaluator.sandbox import Guard, SandboxReport, apply
 
 
 class _Progress:
@@ -236,8 +235,8 @@ def _confine(req: WorkerRequest) -> tuple[SandboxReport, Guard | None]:
     """Apply the sandbox before any task or candidate code is loaded."""
     if req.sandbox is None:
         return SandboxReport(missing=["the sandbox was switched off (KERNEL_TUI_SANDBOX=0)"]), None
-    report = sandbox.apply(req.sandbox)
-    guard = sandbox.Guard(req.sandbox)
+    report = apply(req.sandbox)
+    guard = Guard(req.sandbox)
     guard.install()
     return report, guard
 

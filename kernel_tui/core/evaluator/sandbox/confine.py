@@ -144,11 +144,10 @@ def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None
         program += [(jeq, nr["clone3"], "nosys", None), (jeq, nr["clone"], "clone", "allow"), ("clone",),
                     (ld, 16, None, None),  # low word of clone's flags
                     (jset, CLONE_THREAD, "allow", "deny")]
-    program += [(ret, 0x7FFF0000, None, None)]
+    program += [("allow",), (ret, 0x7FFF0000, None, None)]  # SECCOMP_RET_ALLOW; the fall-through too
     if unix_sockets:
         program += [("socket",), (ld, 16, None, None), (jeq, 1, "allow", "deny")]  # AF_UNIX only
-    program += [("allow",), (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
-                ("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
+    program += [("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
                 ("nosys",), (ret, 0x00050000 | errno.ENOSYS, None, None)]  # glibc then falls back to clone
     raw = _bpf(program)
     buf = ctypes.create_string_buffer(raw, len(raw))

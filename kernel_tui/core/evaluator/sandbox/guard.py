@@ -94,7 +94,7 @@ class Guard:
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
         if writing:
             self._write("write to", path)
-        elif not writing and not _under(real, self.readable) and real != "/dev" and self._from_candidate():
+        elif not _under(real, self.readable) and real != "/dev" and self._from_candidate():
             # only the candidate's own reads are named: libraries probe optional files (package metadata,
             # say), and the kernel refuses those quietly either way
             self._record("sandbox-read", f"read of {path} — outside what an evaluation needs")
