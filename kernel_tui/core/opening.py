@@ -17,6 +17,22 @@ if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this be
     from kernel_tui.core.workspace import Workspace
 
 
+def _is_workspace(target: Path, workspace: Path | None) -> bool:
+    """True for a workspace to resume, False for a task directory; anything else is refused. The one
+    set of checks that both `check_target` and `open_or_create` apply."""
+    from kernel_tui.core.workspace import Workspace
+
+    if Workspace.is_workspace(target):
+        if workspace is not None and workspace.resolve() != target.resolve():
+            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+        return True
+    if (target / ".git").exists():
+        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
+    if not (target / "task.json").exists():
+        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
+    return False
+
+
 def check_target(target: Path, workspace: Path | None) -> Workspace | None:
     """Refuse what open_or_create would refuse, creating nothing: the resumed workspace (tried for its lock,
     left unlocked), or None for a task directory that starts a new one."""
@@ -25,17 +41,11 @@ def check_target(target: Path, workspace: Path | None) -> Workspace | None:
 
     if not target.exists():
         raise KernelTuiError(f"{target}: no such directory")
-    if Workspace.is_workspace(target):
-        if workspace is not None and workspace.resolve() != target.resolve():
-            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+    if _is_workspace(target, workspace):
         ws = Workspace.open(target)
         ws.lock()  # another process holding it is refused now, not after the screen has opened
         ws.unlock()
         return ws
-    if (target / ".git").exists():
-        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
-    if not (target / "task.json").exists():
-        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
     load_task(target)
     if workspace is not None and workspace.exists() and (not workspace.is_dir() or any(workspace.iterdir())):
         raise KernelTuiError(f"{workspace}: exists and is not empty; pick another --workspace")
@@ -65,14 +75,8 @@ def open_or_create(target: Path, workspace: Path | None) -> Workspace:
     """A workspace path resumes it; a task directory starts a new workspace."""
     from kernel_tui.core.workspace import Workspace
 
-    if Workspace.is_workspace(target):
-        if workspace is not None and workspace.resolve() != target.resolve():
-            raise KernelTuiError("--workspace names another directory than the workspace being resumed")
+    if _is_workspace(target, workspace):
         return Workspace.open(target)
-    if (target / ".git").exists():
-        raise KernelTuiError(f"{target}: a git repository but not a kernel-tui workspace")
-    if not (target / "task.json").exists():
-        raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
     return Workspace.create(target, path=workspace) if workspace else Workspace.create(target)
 
 
