@@ -1,14 +1,16 @@
 """Tiny arithmetic over named dimensions ("rows * cols", "2 * M * N * K") for task files.
 
-Task files may give scalars and cost-model figures as expressions so that one spec serves every
-shape; they are parsed with `ast` and only arithmetic is allowed, never `eval`.
+Task files may give shapes, scalars, distribution parameters and cost-model figures as expressions so
+that one spec serves every shape; they are parsed with `ast` and only arithmetic and a few math
+functions (FUNCTIONS) are allowed, never `eval`.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -19,7 +21,11 @@ _BINOPS = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_FUNCS = {"min": min, "max": max}
+_FUNCS: dict[str, Callable[..., int | float]] = {
+    "min": min, "max": max, "abs": abs, "sqrt": math.sqrt, "floor": math.floor, "ceil": math.ceil,
+    "log": math.log, "log2": math.log2, "exp": math.exp,
+}
+FUNCTIONS = tuple(sorted(_FUNCS))
 
 
 class ExpressionError(ValueError):
@@ -60,7 +66,10 @@ def _eval(node: ast.AST, dims: Mapping[str, int], text: str) -> int | float:
             raise ExpressionError(f"unknown dimension {node.id!r} in {text!r} (known: {sorted(dims)})")
         return dims[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        return _BINOPS[type(node.op)](_eval(node.left, dims, text), _eval(node.right, dims, text))
+        try:
+            return _BINOPS[type(node.op)](_eval(node.left, dims, text), _eval(node.right, dims, text))
+        except (ZeroDivisionError, OverflowError) as exc:
+            raise ExpressionError(f"{exc} in {text!r}") from None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _eval(node.operand, dims, text)
         return -value if isinstance(node.op, ast.USub) else value
@@ -70,5 +79,10 @@ def _eval(node: ast.AST, dims: Mapping[str, int], text: str) -> int | float:
         and node.func.id in _FUNCS
         and not node.keywords
     ):
-        return _FUNCS[node.func.id](*(_eval(a, dims, text) for a in node.args))
+        try:
+            return _FUNCS[node.func.id](*(_eval(a, dims, text) for a in node.args))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ExpressionError(f"{node.func.id}() failed in {text!r}: {exc}") from None
+    if isinstance(node, ast.Call):
+        raise ExpressionError(f"only arithmetic and the functions {', '.join(FUNCTIONS)} are allowed: {text!r}")
     raise ExpressionError(f"only arithmetic on dimension names is allowed: {text!r}")

@@ -100,6 +100,8 @@ class GatePolicy(BaseModel):
     confirm_blocks: int = Field(2, ge=0)
     """Fresh blocks to confirm a winner (0 = accept directly at stage 1)."""
     early_reject_alpha: float = Field(0.001, gt=0.0, lt=0.5)
+    regression_tolerance: float = Field(0.02, ge=0.0, lt=1.0)
+    """With several benchmark shapes: reject a candidate slower than this at any one of them."""
 
     @model_validator(mode="after")
     def _blocks_ordered(self) -> GatePolicy:

@@ -113,7 +113,8 @@ class Session:
             return pre
         self._log("preflight: reference self-check and baseline correctness")
         baseline = self.ws.task.baseline_source
-        check = self.evaluator.check(baseline)
+        pytorch = self.ws.task.baseline_is_pytorch  # the PyTorch starting point: exempt from the policy
+        check = self.evaluator.check(baseline, trusted=pytorch)
         ok = check.status is Status.ok
         reference = "ok" if check.status is not Status.invalid_task else check.reason
         pre = Preflight(
@@ -127,7 +128,8 @@ class Session:
 
         self.ws.write_json("hardware.json", measure(self.evaluator))
         if ok:
-            timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline")
+            timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline",
+                                               trusted=pytorch)
             self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
         self.ws.write_json("preflight.json", pre)
         self.on_event(PreflightEvent(preflight=pre,
@@ -160,6 +162,7 @@ class Session:
             ctx = ProposerContext(
                 round=round_no, best_source=self.ws.best_source,
                 baseline_source=self.ws.task.baseline_source, history=self.ws.trajectory(),
+                baseline_language=self.ws.task.spec.baseline.language,
             )
             proposal = self.proposer.propose(ctx)
             self._save_state()

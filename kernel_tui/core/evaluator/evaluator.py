@@ -185,20 +185,21 @@ class Evaluator:
 
     def _worker(
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
-        block: int, deadline: float, phase: str,
+        block: int, deadline: float, phase: str, trusted: bool = False,
     ) -> WorkerResult:
         self._runs += 1
         workdir = self.workdir / f"worker-{self._runs:04d}"
         request = WorkerRequest(
             task=self.task.spec.model_dump(mode="json", by_alias=True),
             reference_source=self.task.reference_source,
+            generator_source=self.task.generator_source,
             candidate_source=candidate,
             incumbent_source=incumbent,
             device=self.device,
             check_correctness=correctness,
             timing=timing,
             block=block,
-            enforce_policy=self.enforce_policy,
+            enforce_policy=self.enforce_policy and not trusted,
             sandbox=for_worker(self._sandbox, workdir) if self._sandbox else None,
         )
         remaining = max(1.0, deadline - time.monotonic())
@@ -230,23 +231,26 @@ class Evaluator:
     # --- public ---------------------------------------------------------------------------------
     def timing_run(
         self, candidate: str, incumbent: str, *, block: int, correctness: bool, phase: str = "timing", seed: int = 0,
-        plan: TimingPlan | None = None,
+        plan: TimingPlan | None = None, trusted: bool = False,
     ) -> WorkerResult:
-        """One fresh worker process timing one interleaved block (used by the re-test and the benchmarks)."""
+        """One fresh worker process timing one interleaved block (used by the re-test and the benchmarks).
+        `trusted`: the candidate side is the task's own PyTorch code, exempt from the host-op policy."""
         deadline = time.monotonic() + self.timeout
         return self._worker(
             candidate, incumbent, correctness=correctness, timing=plan or self.plan(seed), block=block,
-            deadline=deadline, phase=phase,
+            deadline=deadline, phase=phase, trusted=trusted,
         )
 
-    def check(self, candidate: str, *, timeout: float | None = None) -> EvalResult:
-        """Policy and correctness only: no timing."""
+    def check(self, candidate: str, *, timeout: float | None = None, trusted: bool = False) -> EvalResult:
+        """Policy and correctness only: no timing. `trusted`: the task's own PyTorch starting point,
+        exempt from the policy (it is checked for correctness all the same)."""
         self._emit("policy", 0, 1)
-        rejected = self.check_policy(candidate)
+        rejected = None if trusted else self.check_policy(candidate)
         if rejected is not None:
             return rejected
         deadline = time.monotonic() + (timeout or self.timeout)
-        res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline, phase="correctness")
+        res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline,
+                           phase="correctness", trusted=trusted)
         return EvalResult(
             status=res.status, reason=res.reason, device=self.device, cases=res.cases,
             environment=res.environment, seconds=res.seconds, sandbox=res.sandbox,

@@ -16,13 +16,14 @@ import importlib.util
 import math
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
-from kernel_tui.core.task import TaskSpec, TensorSpec
+from kernel_tui.core.task import InputDistribution, TaskSpec, TensorSpec
 
 GUARD = 256  # elements on each side of an output
 INT_SENTINEL = -(2**31) + 7
@@ -36,7 +37,22 @@ DTYPES = {
     "int16": torch.int16,
     "int32": torch.int32,
     "int64": torch.int64,
+    "bool": torch.bool,
 }
+
+
+class TaskFault(Exception):
+    """The task itself is wrong at some shape (its reference, generator or tolerances): invalid_task."""
+
+
+# The task's input generator (task.json "generator"), installed once by the worker: a worker process
+# serves exactly one task, so every ArgumentSet it builds draws through it.
+_GENERATOR: Callable[[dict[str, int], int, str], dict] | None = None
+
+
+def use_generator(make_inputs: Callable[[dict[str, int], int, str], dict] | None) -> None:
+    global _GENERATOR
+    _GENERATOR = make_inputs
 
 
 class CandidateFault(Exception):
@@ -78,7 +94,9 @@ STALE_SEED_OFFSET = 1_000_003  # the "other inputs" whose answer is the first st
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def _poison_value(dtype: torch.dtype) -> float | int:
+def _poison_value(dtype: torch.dtype) -> float | int | bool:
+    if dtype == torch.bool:
+        return True  # a bool has no value outside the answer's: the random segments do the work
     return float("nan") if dtype.is_floating_point else INT_SENTINEL
 
 
@@ -114,13 +132,16 @@ class GuardedOutput:
         flat = expected.detach().flatten()
         dtype = self.storage.dtype
         if flat.numel():
-            lo, hi = (float(v) for v in flat.aminmax())
+            lo, hi = (float(v) for v in flat.to(torch.float32 if flat.dtype == torch.bool else flat.dtype).aminmax())
             # a constant answer still gets a wide range, or many random values would equal it
             pad = (hi - lo) / 8 if hi > lo else max(abs(lo), 1.0)
-            info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
-            # half the representable range: no overflow to Inf inside uniform_
-            self.low, self.high = max(lo - pad, info.min / 2), min(hi + pad, info.max / 2)
-            if not dtype.is_floating_point:
+            if dtype == torch.bool:
+                self.low, self.high = 0, 1
+            else:
+                info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+                # half the representable range: no overflow to Inf inside uniform_
+                self.low, self.high = max(lo - pad, info.min / 2), min(hi + pad, info.max / 2)
+            if not dtype.is_floating_point and dtype != torch.bool:
                 self.low, self.high = math.floor(self.low) - 1, math.ceil(self.high) + 1
         self.stale = None
         if other is not None and other.shape == expected.shape and flat.numel():
@@ -187,12 +208,11 @@ class ArgumentSet:
         self = cls(spec=spec, dims=dims, device=device)
         for t in spec.tensors:
             if t.kind == "scalar":
-                self.scalars[t.name] = spec.scalar_value(t, dims)
-            elif t.kind == "input":
-                shape = spec.tensor_shape(t, dims)
+                continue
+            shape = spec.tensor_shape(t, dims)
+            if t.is_argument_tensor:
                 self.inputs[t.name] = torch.empty(shape, dtype=DTYPES[t.dtype], device=device)
             else:
-                shape = spec.tensor_shape(t, dims)
                 numel = math.prod(shape)
                 storage = torch.empty(numel + 2 * GUARD, dtype=DTYPES[t.dtype], device=device)
                 view = storage[GUARD : GUARD + numel].view(shape)
@@ -201,24 +221,87 @@ class ArgumentSet:
         return self
 
     def _fill_one(self, t: TensorSpec, tensor: torch.Tensor, gen: torch.Generator) -> None:
+        """Draw `t`'s values as its distribution says (the task's default for inputs without one)."""
         dist = t.input or self.spec.input
-        if tensor.dtype.is_floating_point:
-            if dist.distribution == "uniform":
-                values = torch.rand(tensor.shape, generator=gen, dtype=torch.float32, device=tensor.device)
-                values = values * (dist.high - dist.low) + dist.low
-            else:
-                values = torch.randn(tensor.shape, generator=gen, dtype=torch.float32, device=tensor.device)
-                values = values * dist.standard_deviation + dist.mean
+        if t.input is None and tensor.dtype == torch.bool:
+            dist = InputDistribution(distribution="bernoulli")
+        elif t.input is None and not tensor.dtype.is_floating_point:  # the published format's integer rule
+            dist = InputDistribution(distribution="randint")
+        v = dist.resolve(self.dims)
+        shape, dev = tensor.shape, tensor.device
+        kind = dist.distribution
+        if kind == "constant":
+            tensor.fill_(v["value"])
+            return
+        if kind == "bernoulli":
+            values = torch.rand(shape, generator=gen, dtype=torch.float32, device=dev) < v["p"]
+        elif kind == "randint":
+            values = torch.randint(math.ceil(v["low"]), math.ceil(v["high"]), shape, generator=gen, dtype=torch.int64, device=dev)
+        elif kind == "uniform":
+            values = torch.rand(shape, generator=gen, dtype=torch.float32, device=dev) * (v["high"] - v["low"]) + v["low"]
         else:
-            values = torch.randint(-100, 100, tensor.shape, generator=gen, dtype=torch.int64, device=tensor.device)
+            values = torch.randn(shape, generator=gen, dtype=torch.float32, device=dev) * v["std"] + v["mean"]
+        if not tensor.dtype.is_floating_point and values.is_floating_point():
+            values = values.floor()  # uniform or normal integers: rounded toward -inf
         tensor.copy_(values.to(tensor.dtype))
 
-    def fill(self, seed: int) -> None:
-        """Fresh input values in place (same pointers), then the reference's answer for them."""
+    def _draw(self, seed: int, tensors: dict[str, torch.Tensor]) -> dict[str, int | float]:
+        """Fill `tensors` (inputs and parameters) in place for `seed`; return the scalars' values. The
+        task's generator, when it has one, gives whatever it returns; distributions give the rest."""
         gen = torch.Generator(device=self.device).manual_seed(seed)
+        scalars: dict[str, int | float] = {}
+        made = self._generated(seed) if _GENERATOR is not None else {}
         for t in self.spec.tensors:
-            if t.kind == "input":
-                self._fill_one(t, self.inputs[t.name], gen)
+            if t.name in made:
+                value = made[t.name]
+                if t.kind == "scalar":
+                    scalars[t.name] = int(value) if t.dtype.startswith("int") else float(value)
+                else:
+                    tensors[t.name].copy_(value)
+            elif t.kind == "scalar":
+                if t.value is not None:
+                    scalars[t.name] = self.spec.scalar_value(t, self.dims)
+                else:  # a random scalar: one draw of its distribution
+                    one = torch.empty((), dtype=DTYPES[t.dtype], device=self.device)
+                    self._fill_one(t, one, gen)
+                    scalars[t.name] = one.item()
+            elif t.is_argument_tensor:
+                self._fill_one(t, tensors[t.name], gen)
+        return scalars
+
+    def _generated(self, seed: int) -> dict:
+        """The generator's values for `seed`, checked against the spec (TaskFault otherwise)."""
+        assert _GENERATOR is not None
+        try:
+            made = _GENERATOR(dict(self.dims), seed, self.device)
+        except Exception as exc:
+            raise TaskFault(f"the input generator failed: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(made, dict):
+            raise TaskFault(f"the input generator returned {type(made).__name__}, not a dict of name -> value")
+        known = {t.name: t for t in self.spec.tensors if t.kind != "output"}
+        unknown = sorted(set(made) - set(known))
+        if unknown:
+            raise TaskFault(f"the input generator returned unknown names {unknown} (inputs, parameters and scalars: {sorted(known)})")
+        out: dict[str, torch.Tensor | int | float] = {}
+        for name, value in made.items():
+            t = known[name]
+            if t.kind == "scalar":
+                if isinstance(value, torch.Tensor):
+                    value = value.item()
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    raise TaskFault(f"the input generator gave scalar {name!r} a {type(value).__name__}, not a number")
+                out[name] = value
+                continue
+            want = self.spec.tensor_shape(t, self.dims)
+            if not isinstance(value, torch.Tensor) or tuple(value.shape) != want:
+                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise TaskFault(f"the input generator gave {name!r} {got}; the task declares shape {want}")
+            out[name] = value.to(self.device, DTYPES[t.dtype])
+        return out
+
+    def fill(self, seed: int) -> None:
+        """Fresh input, parameter and scalar values in place (same pointers), for `seed`."""
+        self.scalars = self._draw(seed, self.inputs)
         self.seed, self.calls = seed, 0
         # the answer for the old inputs is what a reused buffer would hold: the next stale poison
         self.previous = self.expected or self.previous
@@ -235,7 +318,9 @@ class ArgumentSet:
                 out.append(self.scalars[name])
         return out
 
-    def _answer(self, reference, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    def _answer(self, reference, inputs: dict[str, torch.Tensor], scalars: dict[str, int | float]) -> list[torch.Tensor]:
+        """The reference's outputs for these values, in the order of self.outputs (TaskFault if they do
+        not match what the task declares)."""
         args: list = []
         for name in self.spec.launch_arguments:
             if name in inputs:
@@ -243,41 +328,60 @@ class ArgumentSet:
             elif name in self.outputs:
                 args.append(torch.empty_like(self.outputs[name].view))
             else:
-                args.append(self.scalars[name])
+                args.append(scalars[name])
         result = reference(*args)
         results = list(result) if isinstance(result, (tuple, list)) else [result]
-        names = list(self.outputs)
-        if len(results) != len(names) or not all(isinstance(r, torch.Tensor) for r in results):
-            raise ValueError(f"reference must return {len(names)} tensor(s) for outputs {names}")
-        for name, r in zip(names, results):
+        order = self.spec.output_order()
+        declared = ", ".join(f"{n} {tuple(self.outputs[n].view.shape)}" for n in order)
+        got = ", ".join(
+            str(tuple(r.shape)) if isinstance(r, torch.Tensor) else type(r).__name__ for r in results
+        )
+        if len(results) != len(order) or not all(isinstance(r, torch.Tensor) for r in results):
+            raise TaskFault(f"the reference returned [{got}]; the task declares {len(order)} output tensor(s) in this order: {declared}")
+        for i, (name, r) in enumerate(zip(order, results)):
             if tuple(r.shape) != tuple(self.outputs[name].view.shape):
-                raise ValueError(f"reference returned shape {tuple(r.shape)} for output {name!r}")
-        for name, r in zip(names, results):
+                raise TaskFault(
+                    f"the reference's result #{i + 1} has shape {tuple(r.shape)}, but output {name!r} is declared "
+                    f"{tuple(self.outputs[name].view.shape)}; outputs are matched in reference.outputs order "
+                    f"({declared}), the reference returned [{got}]"
+                )
             if r.is_floating_point() and not bool(torch.isfinite(r).all()):
-                raise ValueError(f"reference produced NaN/Inf in output {name!r}")
-        return [r.detach().clone() for r in results]
+                raise TaskFault(f"the reference produced NaN/Inf in output {name!r}")
+        by_name = dict(zip(order, results))
+        return [by_name[name].detach().clone() for name in self.outputs]
 
     def _other_answer(self, reference) -> list[torch.Tensor] | None:
         """The reference's answer for other inputs of the same shape and distribution."""
-        gen = torch.Generator(device=self.device).manual_seed(self.seed + STALE_SEED_OFFSET)
-        others = {}
-        for t in self.spec.tensors:
-            if t.kind == "input":
-                others[t.name] = torch.empty_like(self.inputs[t.name])
-                self._fill_one(t, others[t.name], gen)
+        others = {n: torch.empty_like(t) for n, t in self.inputs.items()}
         try:
-            return self._answer(reference, others)
+            scalars = self._draw(self.seed + STALE_SEED_OFFSET, others)
+            return self._answer(reference, others, scalars)
         except Exception:  # noqa: BLE001 - only a poison: without it those segments stay random
             return None
 
     def compute_expected(self, reference) -> None:
-        self.expected = self._answer(reference, self.inputs)
+        self.expected = self._answer(reference, self.inputs, self.scalars)
         # the previous inputs' answer when there were any (timing refreshes), else a fresh one
         known: list[torch.Tensor] | None = self.previous or self._other_answer(reference)
         other: list[torch.Tensor | None] = list(known) if known else [None] * len(self.expected)
-        atol, rtol = self.spec.correctness.atol, self.spec.correctness.rtol
-        for out, exp, old in zip(self.outputs.values(), self.expected, other):
-            out.learn(exp, old, atol, rtol)
+        for (name, out), exp, old in zip(self.outputs.items(), self.expected, other):
+            out.learn(exp, old, *self.spec.tolerance(name))
+
+    def loose_tolerances(self) -> list[str]:
+        """Outputs whose tolerance would let an all-zeros result pass for these inputs (the expected
+        answer not being all zeros): a check that cannot tell a kernel that did nothing."""
+        problems = []
+        for (name, out), exp in zip(self.outputs.items(), self.expected):
+            atol, rtol = self.spec.tolerance(name)
+            e = exp.detach().to(torch.float64).abs()
+            if not e.numel() or float(e.max()) == 0.0:
+                continue
+            if bool(_close(torch.zeros_like(out.view), exp, atol, rtol).all()):
+                problems.append(
+                    f"output {name!r}: atol {atol:g} lets an all-zeros result pass (largest |expected| "
+                    f"{float(e.max()):.3g}); lower its atol (tensors[].atol) or declare a precision"
+                )
+        return problems
 
     def prepare_call(self) -> None:
         """Poison the outputs as (seed, call index) says and snapshot the inputs. Before the reference
@@ -289,16 +393,17 @@ class ArgumentSet:
         self.calls += 1
         self.snapshots = {n: t.clone() for n, t in self.inputs.items()}
 
-    def check(self, atol: float, rtol: float, what: str, *, error: bool = True) -> float:
+    def check(self, what: str, *, error: bool = True) -> float:
         """Raise CandidateFault if the last call was wrong; return the max abs error (0.0 when
         `error` is False: the timing loop checks every call and needs only the verdict)."""
-        if not error and self._all_good(atol, rtol):
+        if not error and self._all_good():
             return 0.0
         for name, snap in self.snapshots.items():
             if not torch.equal(snap, self.inputs[name]):
                 raise CandidateFault("incorrect", f"{what}: input {name!r} was modified by the candidate")
         worst = 0.0
         for (name, out), exp in zip(self.outputs.items(), self.expected):
+            atol, rtol = self.spec.tolerance(name)
             if not out.guards_intact():
                 raise CandidateFault("incorrect", f"{what}: wrote outside output {name!r} (out of bounds)")
             try:
@@ -318,15 +423,15 @@ class ArgumentSet:
                                      "hold this call's poison bit for bit (never written)") from None
         return worst
 
-    def _all_good(self, atol: float, rtol: float) -> bool:
+    def _all_good(self) -> bool:
         """Inputs untouched, guards intact and outputs close, reduced on the device: one sync."""
         # any False (a NaN input too) falls back to the exact, explaining comparison
         flags = [(snap == self.inputs[name]).all() for name, snap in self.snapshots.items()]
-        for out, exp in zip(self.outputs.values(), self.expected):
+        for (name, out), exp in zip(self.outputs.items(), self.expected):
             if out.view.shape != exp.shape:
                 return False
             flags.append(out.guard_flag())
-            flags.append(_close_flag(out.view, exp, atol, rtol))
+            flags.append(_close_flag(out.view, exp, *self.spec.tolerance(name)))
         return bool(torch.stack(flags).all()) if flags else True
 
 

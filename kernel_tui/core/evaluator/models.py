@@ -44,6 +44,7 @@ class WorkerRequest(_Frozen):
 
     task: dict  # TaskSpec dumped by alias, revalidated in the worker
     reference_source: str
+    generator_source: str | None = None  # the task's input generator, when it has one
     candidate_source: str
     incumbent_source: str | None = None
     device: Literal["cpu", "cuda"]

@@ -93,7 +93,8 @@ def _seed(seed: int, shape_index: int) -> int:
 
 
 def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | None = None) -> WorkerResult:
-    from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, load_module
+    from kernel_tui.core.errors import TaskError
+    from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, TaskFault, load_module, use_generator
     from kernel_tui.core.task import TaskSpec
 
     seconds: dict[str, float] = {}
@@ -114,6 +115,12 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         reference = getattr(ref_module, spec.reference.entrypoint)
     except Exception as exc:  # noqa: BLE001 - any failure here is the task's fault
         return WorkerResult(status=Status.invalid_task, reason=f"reference failed to load: {type(exc).__name__}: {exc}", environment=env)
+    if req.generator_source is not None and spec.generator is not None:
+        try:
+            gen_module = load_module(req.generator_source, workdir / "gen", "kt_inputs")
+            use_generator(getattr(gen_module, spec.generator.entrypoint))
+        except Exception as exc:  # noqa: BLE001 - the task's fault
+            return WorkerResult(status=Status.invalid_task, reason=f"the input generator failed to load: {type(exc).__name__}: {exc}", environment=env)
 
     cand_dir = workdir / "candidate"
     cand_file = str(cand_dir / "kt_candidate.py")
@@ -145,8 +152,11 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         if req.device == "cuda":  # first: a stray stream can also race the poisoning of the next case
             from kernel_tui.core.evaluator.streams import check_stream_order
 
-            s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
             step = "first call at the timing shape"
+            try:
+                s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
+            except TaskFault as exc:
+                return fail(Status.invalid_task, f"{step}: {exc}")
             try:
                 t_call = time.perf_counter()
                 candidate(*s.args())  # compiles: a blocked stream must not wait on the compiler
@@ -160,18 +170,26 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
             if why:
                 return fail(Status.policy_violation, why)
             del s
-        shapes = spec.correctness_shapes(req.device)
+        try:
+            shapes = spec.correctness_shapes(req.device)
+        except TaskError as exc:
+            return fail(Status.invalid_task, str(exc))
         total = len(shapes) * len(spec.correctness.seeds)
         k = 0
         for si, case in enumerate(shapes):
             for seed in spec.correctness.seeds:
                 what = f"shape {case.name} {tuple(case.dims.values())} seed {seed}"
-                s = ArgumentSet.build(spec, case.dims, req.device, _seed(seed, si))
                 try:
+                    s = ArgumentSet.build(spec, case.dims, req.device, _seed(seed, si))
                     s.compute_expected(reference)
                     sync()
+                except TaskFault as exc:
+                    return fail(Status.invalid_task, f"{what}: {exc}")
                 except Exception as exc:  # noqa: BLE001
                     return fail(Status.invalid_task, f"reference failed at {what}: {type(exc).__name__}: {exc}")
+                loose = s.loose_tolerances()
+                if loose:
+                    return fail(Status.invalid_task, f"{what}: {loose[0]}")
                 s.prepare_call()
                 recorder = HostOpRecorder()
                 t_call = time.perf_counter()
@@ -188,7 +206,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 if recorder.forbidden and req.enforce_policy:
                     return fail(Status.policy_violation, f"torch-compute: host code ran {recorder.forbidden[0]} ({what})")
                 try:
-                    err = s.check(spec.correctness.atol, spec.correctness.rtol, what)
+                    err = s.check(what)
                 except CandidateFault as fault:
                     cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=fault.reason))
                     return fail(fault.status, fault.reason)
@@ -214,6 +232,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                            enforce_policy=req.enforce_policy)
         try:
             timing = timer.run(incumbent, candidate)
+        except TaskFault as exc:
+            return fail(Status.invalid_task, f"during timing: {exc}")
         except CandidateFault as fault:
             return fail(fault.status, fault.reason)
         except Exception as exc:  # noqa: BLE001

@@ -17,6 +17,13 @@ class ProposerContext(BaseModel):
     best_source: str
     baseline_source: str
     history: list[TrajectoryLine]
+    # "pytorch": the task starts from a PyTorch eager implementation; every candidate must be Triton
+    baseline_language: Literal["triton", "pytorch"] = "triton"
+
+    @property
+    def incumbent_is_pytorch(self) -> bool:
+        """No Triton version accepted yet: the incumbent is the PyTorch starting point."""
+        return self.baseline_language == "pytorch" and self.best_source == self.baseline_source
 
 
 class Proposal(BaseModel):

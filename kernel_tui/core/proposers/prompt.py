@@ -9,7 +9,7 @@ from __future__ import annotations
 from kernel_tui.core import policy
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import ProposerContext
-from kernel_tui.core.task import Task, TensorSpec
+from kernel_tui.core.task import InputDistribution, Task, TensorSpec
 from kernel_tui.core.workspace import Workspace
 from kernel_tui.format import duration
 
@@ -41,8 +41,26 @@ def _tensor_line(task: Task, t: TensorSpec) -> str:
         return f"- `{t.name}`: scalar {t.dtype} = {expr} at the benchmark shape"
     names = t.dims_of_shape()
     sizes = list(task.spec.tensor_shape(t, dims))
-    role = "input (read only: it is compared after the call)" if t.kind == "input" else "output (write every element)"
-    return f"- `{t.name}`: {role} tensor, {t.dtype}, shape [{', '.join(map(str, names))}] = {sizes} at the benchmark shape"
+    role = {
+        "input": "input (read only: it is compared after the call)",
+        "parameter": "parameter (model weights; read only)",
+        "output": "output (write every element)",
+    }[t.kind]
+    drawn = ""
+    if t.input is not None:
+        drawn = f", drawn {_distribution(t.input)}"
+    return (f"- `{t.name}`: {role} tensor, {t.dtype}, shape [{', '.join(map(str, names))}] = {sizes} at the "
+            f"benchmark shape{drawn}")
+
+
+def _distribution(d: InputDistribution) -> str:
+    if d.distribution == "normal":
+        return f"normal(mean {d.mean}, sd {d.standard_deviation})"
+    if d.distribution == "constant":
+        return f"constant {d.value}"
+    if d.distribution == "bernoulli":
+        return f"bernoulli(p {d.p})"
+    return f"{d.distribution}(low {d.low}, high {d.high})"
 
 
 def contract(task: Task) -> str:
@@ -52,6 +70,9 @@ def contract(task: Task) -> str:
     shapes = "; ".join(
         f"{s.name} {s.dims}" + (" (CPU interpreter)" if s.interpreter else "") for s in spec.all_shapes()
     )
+    tolerances = ", ".join(
+        f"{name}: atol {atol:g}, rtol {rtol:g}" for name in spec.output_order() for atol, rtol in [spec.tolerance(name)]
+    )
     lines = [
         f"Entrypoint: `def {spec.entrypoint}({', '.join(spec.launch_arguments)}) -> None`, a module-level function "
         f"that launches Triton kernel(s) which write the result into the output tensor(s) in place "
@@ -59,13 +80,17 @@ def contract(task: Task) -> str:
         f"returns the expected output.",
         "Arguments:",
         *[_tensor_line(task, task.spec.tensor(name)) for name in spec.launch_arguments],
-        f"Inputs are drawn {spec.input.distribution}"
-        + (f"(mean {spec.input.mean}, sd {spec.input.standard_deviation})" if spec.input.distribution == "normal"
-           else f"(low {spec.input.low}, high {spec.input.high})") + ".",
-        f"Correctness: compared with the reference at atol {c.atol}, rtol {c.rtol}, for seeds {c.seeds} on the shapes: "
+        f"Inputs without their own distribution are drawn {_distribution(spec.input)}"
+        + (" (structured values come from the task's input generator)" if spec.generator else "") + ".",
+        f"Correctness: compared with the reference at {tolerances}, for seeds {c.seeds} on the shapes: "
         f"{shapes}. Outputs are filled with NaN before every call, so every element must be written; NaN/Inf never "
         "pass; inputs must be left unchanged. Shapes need not be multiples of your block sizes: mask the edges.",
     ]
+    if task.baseline_is_pytorch:
+        lines.append(
+            "The task starts from a PyTorch eager implementation (the baseline); it is exempt from the rules, "
+            "but every candidate must launch Triton kernels: host code may not compute with torch."
+        )
     return "\n".join(lines)
 
 

@@ -88,6 +88,12 @@ def _step_reward(fb: Feedback) -> float | None:
     return 0.0
 
 
+WAITS_FOR_TRITON = (
+    "the built-in search transforms Triton kernels and starts once a Triton version is accepted: the "
+    "incumbent is still the task's PyTorch starting point (propose one with the agent, or edit one in)"
+)
+
+
 @dataclass(frozen=True)
 class _Candidate:
     key: str  # the action key ("knob=value", or "first+second" for two steps)
@@ -125,8 +131,12 @@ class SearchProposer(Proposer):
 
     # --- the Proposer interface -----------------------------------------------------------------------
     def propose(self, context: ProposerContext) -> Proposal | None:
-        if not self.levels:  # the baseline: L = 0, the model's first sample
-            base = self._analyze(context.baseline_source)
+        if context.incumbent_is_pytorch:
+            self.on_activity(WAITS_FOR_TRITON)
+            return None
+        if not self.levels:  # the baseline (or the first Triton version after a PyTorch one): L = 0
+            anchor = context.best_source if context.baseline_language == "pytorch" else context.baseline_source
+            base = self._analyze(anchor)
             self._register(base)
             key = state_key(base.assignment)
             self.levels[key] = 0.0
