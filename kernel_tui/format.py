@@ -39,3 +39,10 @@ def percent(fraction: float | None, missing: str = NA, digits: int = 2, signed: 
     if fraction is None or math.isnan(fraction):
         return missing
     return f"{fraction:{'+' if signed else ''}.{digits}%}"
+
+
+def shape_figures(figures: list, missing: str = NA) -> str:
+    """Per benchmark shape: "main +5.10% (×1), ragged -0.40% (×0.5)" (ShapeFigure-like objects)."""
+    if not figures:
+        return missing
+    return ", ".join(f"{f.shape} {percent(f.improvement)} (×{f.weight:g})" for f in figures)

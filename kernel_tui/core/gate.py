@@ -66,7 +66,11 @@ __all__ = [
     "Verdict",
     "across_blocks",
     "block_summary",
+    "combine_shapes",
     "decide",
+    "regressions",
+    "shape_improvement",
+    "veto_regressions",
     "log_ratios",
     "median_upper_bound",
     "paired_improvements",
@@ -664,6 +668,53 @@ def decide(
         f"confirmed with {_pct(fresh_improvement)} on the {_plural(n_conf, 'fresh block')}"
     )
     return combined.verdict("accept", reason, a, len(blocks), n_conf)
+
+
+# --------------------------------------------------------------------------------------------
+# Several benchmark shapes
+# --------------------------------------------------------------------------------------------
+
+
+def combine_shapes(blocks: Sequence[Block], weights: Sequence[float]) -> Block:
+    """One process's blocks at several shapes as one block whose pair i has the weighted mean of the
+    shapes' log ratios at pair i: the gate then tests the weighted geometric mean of paired improvements
+    with the same statistics as for one shape. Its "times" are relative (incumbent exp(r), candidate 1)."""
+    if not blocks or len(blocks) != len(weights):
+        raise ValueError("combine_shapes needs one weight per block")
+    n = min(len(b.incumbent) for b in blocks)
+    total = float(sum(weights))
+    combined = sum(w * b.log_ratios[:n] for b, w in zip(blocks, weights)) / total
+    return Block(incumbent=np.exp(combined), candidate=np.ones(n), process=blocks[0].process)
+
+
+def shape_improvement(blocks: Sequence[Block]) -> float:
+    """One shape's improvement over all its pairs: 1 - geometric mean of t_candidate / t_incumbent."""
+    ratios = np.concatenate([b.log_ratios for b in blocks])
+    return _to_fraction(float(np.mean(ratios)))
+
+
+def regressions(per_shape: Mapping[str, Sequence[Block]], tolerance: float) -> list[tuple[str, float]]:
+    """The shapes at which the candidate is slower than `tolerance` allows, with their improvement
+    (negative); a kernel tuned for one size must not give back time at another."""
+    slow = []
+    for name, blocks in per_shape.items():
+        improvement = shape_improvement(blocks)
+        if improvement < -tolerance:
+            slow.append((name, improvement))
+    return slow
+
+
+def veto_regressions(verdict: Verdict, per_shape: Mapping[str, Sequence[Block]], tolerance: float) -> Verdict:
+    """A winner (accept or confirm) turned into a reject when it is slower beyond `tolerance` at any shape."""
+    if verdict.decision not in ("accept", "confirm"):
+        return verdict
+    slow = regressions(per_shape, tolerance)
+    if not slow:
+        return verdict
+    where = ", ".join(f"{-imp:.1%} slower at {name}" for name, imp in slow)
+    reason = (f"rejected: {where} (each benchmark shape may lose at most {tolerance:.1%}); over all shapes "
+              f"{verdict.reason.removeprefix('accepted: ')}")
+    return verdict.model_copy(update={"decision": "reject", "accepted": False, "reason": reason})
 
 
 def summarize(verdict: Verdict) -> str:

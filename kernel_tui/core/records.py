@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernel_tui.core.evaluator.models import Status
+from kernel_tui.core.evaluator.models import ShapeFigure, Status
 
 ProposerKind = Literal["llm", "search", "person", "replay", "baseline"]
 
@@ -50,6 +50,7 @@ class TrajectoryLine(_Record):
     incumbent_commit: str | None = None
     device: str = ""
     timing_label: str = ""
+    shapes: list[ShapeFigure] = Field(default_factory=list)  # per benchmark shape, when the task times several
     time: str = Field(default_factory=now_iso)
 
 

@@ -234,7 +234,7 @@ class Session:
             incumbent_latency=result.incumbent_seconds, improvement=v.improvement if v else None,
             ci_low=v.ci_low if v else None, ci_high=v.ci_high if v else None, p_value=v.p_value if v else None,
             evaluation_dir=str(d.relative_to(self.ws.root)), incumbent_commit=incumbent,
-            device=self.evaluator.device, timing_label=result.timing_label,
+            device=self.evaluator.device, timing_label=result.timing_label, shapes=result.shapes,
         )
         self.ws.record_verdict(line)
         return line

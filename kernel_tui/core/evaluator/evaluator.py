@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from kernel_tui.core import gate
 from kernel_tui.core.evaluator.models import (
     EvalResult,
+    ShapeFigure,
     Status,
     TimingBlock,
     TimingPlan,
@@ -37,6 +38,7 @@ from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_work
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_worker
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.task import Task
+from kernel_tui.format import shape_figures as format_shapes
 
 INTERPRETER_LABEL = "CPU interpreter — timings are not GPU timings"
 # The interpreter runs kernels thousands of times slower than a GPU and its timings mean nothing for
@@ -267,9 +269,11 @@ class Evaluator:
         deadline = started + (timeout or self.timeout)
         blocks: list[TimingBlock] = []
         confirmation: list[TimingBlock] = []
+        more: list[TimingBlock] = []  # the further benchmark shapes' blocks, every process
         first: WorkerResult | None = None
         verdict: gate.Verdict | None = None
         seconds: dict[str, float] = {}
+        weights = {case.name: w for case, w in self.task.spec.benchmark_shapes(self.device)}
 
         def block(index: int, phase: str) -> WorkerResult:
             res = self._worker(
@@ -278,12 +282,32 @@ class Evaluator:
             )
             for k, v in res.seconds.items():
                 seconds[k] = seconds.get(k, 0.0) + v
+            more.extend(res.more_timings)
             return res
+
+        def for_gate(main: list[TimingBlock]) -> list[gate.Block]:
+            """One gate block per process: the main shape's, or with several shapes their weighted
+            geometric mean of paired improvements."""
+            if len(weights) == 1:
+                return [to_gate_block(b) for b in main]
+            out = []
+            for b in main:
+                same = [b, *(m for m in more if m.block == b.block)]
+                out.append(gate.combine_shapes([to_gate_block(x) for x in same], [weights[x.shape] for x in same]))
+            return out
 
         def finish(status: Status, reason: str) -> EvalResult:
             seconds["wall"] = time.monotonic() - started
             env = first.environment if first else None
-            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds)
+            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, weights)
+
+        def decided(v: gate.Verdict) -> gate.Verdict:
+            if len(weights) == 1:
+                return v
+            per_shape: dict[str, list[gate.Block]] = {}
+            for b in blocks + confirmation + more:
+                per_shape.setdefault(b.shape, []).append(to_gate_block(b))
+            return gate.veto_regressions(v, per_shape, self.policy.regression_tolerance)
 
         while True:
             res = block(len(blocks), "timing")
@@ -293,7 +317,7 @@ class Evaluator:
                 return finish(res.status, res.reason)
             assert res.timing is not None
             blocks.append(res.timing)
-            verdict = gate.decide([to_gate_block(b) for b in blocks], self.policy)
+            verdict = decided(gate.decide(for_gate(blocks), self.policy))
             if verdict.decision != "continue":
                 break
         if verdict.decision == "confirm":
@@ -303,16 +327,17 @@ class Evaluator:
                     return finish(res.status, res.reason)
                 assert res.timing is not None
                 confirmation.append(res.timing)
-            verdict = gate.decide(
-                [to_gate_block(b) for b in blocks], self.policy,
-                confirmation=[to_gate_block(b) for b in confirmation],
-            )
+            verdict = decided(gate.decide(for_gate(blocks), self.policy, confirmation=for_gate(confirmation)))
         self._emit("done", 1, 1)
+        if len(weights) > 1:  # the verdict is on the weighted mean: each shape's own figure beside it
+            figures = shape_figures(blocks + confirmation + more, weights)
+            return finish(Status.ok, f"{verdict.reason} · per shape: {format_shapes(figures)}")
         return finish(Status.ok, verdict.reason)
 
     def _result(
         self, status: Status, reason: str, first: WorkerResult | None, blocks: list[TimingBlock],
         confirmation: list[TimingBlock], verdict: gate.Verdict | None, env, seconds: dict[str, float],
+        more: list[TimingBlock], weights: dict[str, float],
     ) -> EvalResult:
         all_blocks = blocks + confirmation
         cand = [t for b in all_blocks for t in b.candidate]
@@ -328,4 +353,20 @@ class Evaluator:
             incumbent_seconds=statistics.median(inc) if inc else None,
             launch_overhead_seconds=statistics.median(overheads) if overheads else None,
             environment=env, seconds=seconds, sandbox=first.sandbox if first else None,
+            more_blocks=more, shapes=shape_figures(all_blocks + more, weights) if len(weights) > 1 else [],
         )
+
+
+def shape_figures(blocks: list[TimingBlock], weights: dict[str, float]) -> list[ShapeFigure]:
+    """Each benchmark shape's own figures from its blocks (in the task's order of benchmark shapes)."""
+    figures = []
+    for name, weight in weights.items():
+        mine = [b for b in blocks if b.shape == name]
+        if not mine:
+            continue
+        figures.append(ShapeFigure(
+            shape=name, weight=weight, improvement=gate.shape_improvement([to_gate_block(b) for b in mine]),
+            incumbent_seconds=statistics.median(t for b in mine for t in b.incumbent),
+            candidate_seconds=statistics.median(t for b in mine for t in b.candidate),
+        ))
+    return figures

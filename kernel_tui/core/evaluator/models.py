@@ -101,9 +101,22 @@ class WorkerResult(_Frozen):
     reason: str
     cases: list[CaseResult] = Field(default_factory=list)
     timing: TimingBlock | None = None
+    # the same process's blocks at the task's further benchmark shapes (benchmark.shapes after the first)
+    more_timings: list[TimingBlock] = Field(default_factory=list)
     environment: Environment | None = None
     seconds: dict[str, float] = Field(default_factory=dict)  # load, correctness, timing
     sandbox: SandboxReport | None = None
+
+
+class ShapeFigure(_Frozen):
+    """One benchmark shape's share of an evaluation with several: its weight in the gate's geometric mean
+    and what its own pairs say."""
+
+    shape: str
+    weight: float
+    improvement: float  # 1 - geometric mean of t_candidate / t_incumbent over the shape's pairs
+    incumbent_seconds: float
+    candidate_seconds: float
 
 
 class EvalResult(_Frozen):
@@ -116,6 +129,8 @@ class EvalResult(_Frozen):
     cases: list[CaseResult] = Field(default_factory=list)
     blocks: list[TimingBlock] = Field(default_factory=list)
     confirmation: list[TimingBlock] = Field(default_factory=list)
+    more_blocks: list[TimingBlock] = Field(default_factory=list)  # further benchmark shapes, every process
+    shapes: list[ShapeFigure] = Field(default_factory=list)  # per benchmark shape, when there are several
     verdict: Verdict | None = None
     candidate_seconds: float | None = None  # median kernel time per call
     incumbent_seconds: float | None = None

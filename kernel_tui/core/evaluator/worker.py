@@ -215,7 +215,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 progress("correctness", k, total)
         seconds["correctness"] = time.perf_counter() - t1
 
-    timing = None
+    timing, more_timings = None, []
     if req.timing is not None:
         from kernel_tui.core.evaluator.timing import BlockTimer
 
@@ -228,21 +228,28 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 incumbent = getattr(inc_module, spec.entrypoint)
             except Exception as exc:  # noqa: BLE001
                 return fail(Status.invalid_task, f"the incumbent failed to load: {type(exc).__name__}: {exc}")
-        timer = BlockTimer(spec, spec.timing_shape(req.device), req.device, reference, req.timing, req.block, progress,
-                           enforce_policy=req.enforce_policy)
-        try:
-            timing = timer.run(incumbent, candidate)
-        except TaskFault as exc:
-            return fail(Status.invalid_task, f"during timing: {exc}")
-        except CandidateFault as fault:
-            return fail(fault.status, fault.reason)
-        except Exception as exc:  # noqa: BLE001
-            status, reason = classify(exc, cand_file, kernels, interpreted)
-            return fail(status, f"during timing: {reason}")
+        blocks = []
+        timed = spec.benchmark_shapes(req.device)
+        for case, _weight in timed:
+            at = f" at shape {case.name}" if len(timed) > 1 else ""
+            timer = BlockTimer(spec, case, req.device, reference, req.timing, req.block, progress,
+                               enforce_policy=req.enforce_policy)
+            try:
+                blocks.append(timer.run(incumbent, candidate))
+            except TaskFault as exc:
+                return fail(Status.invalid_task, f"during timing{at}: {exc}")
+            except CandidateFault as fault:
+                return fail(fault.status, fault.reason)
+            except Exception as exc:  # noqa: BLE001
+                status, reason = classify(exc, cand_file, kernels, interpreted)
+                return fail(status, f"during timing{at}: {reason}")
+            del timer  # its input sets: the next shape may need the memory
+        timing, more_timings = blocks[0], blocks[1:]
         seconds["timing"] = time.perf_counter() - t2
 
     seconds["total"] = time.perf_counter() - t0
-    return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing, environment=env, seconds=seconds)
+    return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing,
+                        more_timings=more_timings, environment=env, seconds=seconds)
 
 
 def _write(path: Path, result: WorkerResult) -> None:

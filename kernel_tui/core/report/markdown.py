@@ -182,6 +182,23 @@ def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str
     return out + [""]
 
 
+def _section_shapes(r: RunRecords) -> list[str]:
+    """Per benchmark shape figures of every verdict that timed several shapes."""
+    timed = [ln for ln in r.lines if ln.shapes]
+    if not timed:
+        return []
+    out = ["## Per benchmark shape", "",
+           "The gate decides on the weighted geometric mean of paired improvements over the benchmark shapes, and "
+           "rejects a candidate slower beyond its regression tolerance at any one of them.", "",
+           "| round | verdict | shape | weight | incumbent | candidate | improvement |", "|---|---|---|---|---|---|---|"]
+    for ln in timed:
+        verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
+        for f in ln.shapes:
+            out.append(f"| {ln.round} | {verdict} | {cell(f.shape)} | {f.weight:g} | {format_latency(f.incumbent_seconds)} | "
+                       f"{format_latency(f.candidate_seconds)} | {pct(f.improvement)} |")
+    return out + [""]
+
+
 def _section_retest(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list[str]:
     out = ["## Final re-test", ""]
     c = r.comparison
@@ -289,5 +306,5 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
             "Status breakdown: verdicts per outcome, accepted apart from rejected by the gate.", "",
             "![status breakdown](status_breakdown.png)", ""]
     out += [f"- figure problem: {cell(n)}" for n in figure_notes]
-    out += _section_attempts(r, roof) + _section_retest(r, roof) + _limits(r, roof)
+    out += _section_attempts(r, roof) + _section_shapes(r) + _section_retest(r, roof) + _limits(r, roof)
     return "\n".join(out).rstrip() + "\n"
