@@ -122,7 +122,7 @@ def cmd_check_task(args) -> int:
 
     task = load_task(Path(args.task))
     evaluator = _evaluator(args, task)
-    result = evaluator.check(task.baseline_source)
+    result = evaluator.check(task.baseline_source, trusted=task.baseline_is_pytorch)
     ok = result.status.value == "ok"
     if args.json:
         print(json.dumps({

@@ -192,6 +192,14 @@ class ShapeCase(_Model):
     # Small enough for Triton's CPU interpreter.
     interpreter: bool = False
 
+    @field_validator("dims")
+    @classmethod
+    def _positive(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = [k for k, n in v.items() if n <= 0]
+        if bad:
+            raise ValueError(f"dimensions must be positive: {bad}")
+        return v
+
 
 class CorrectnessSpec(_Model):
     seeds: list[int] = Field(default_factory=lambda: [17, 29], min_length=1)
@@ -366,16 +374,19 @@ class TaskSpec(_Model):
                 problems.append(f"{where}, tensor {t.name!r}: {exc}")
             if t.input is not None:
                 problems += [f"{where}, tensor {t.name!r}: {p}" for p in t.input.problems(case.dims)]
+        problems += [f"{where}, input: {p}" for p in self.input.problems(case.dims)]
         for field in ("flops", "bytes"):
             try:
                 evaluate(getattr(self.cost_model, field), case.dims)
             except ExpressionError as exc:
                 problems.append(f"costModel.{field}: {exc}")
-        if case.interpreter and not problems:
+        timed_on_cpu = case.name == self.benchmark.interpreter_shape
+        if (case.interpreter or timed_on_cpu) and not problems:
             n = self.call_elements(case.dims)
             if n > MAX_INTERPRETER_ELEMENTS:
                 problems.append(
-                    f"{where} is marked interpreter but its tensors hold {n:,} elements per call "
+                    f"{where} is {'marked interpreter' if case.interpreter else 'benchmark.interpreterShape'} but its "
+                    f"tensors hold {n:,} elements per call "
                     f"(the CPU interpreter's limit is {MAX_INTERPRETER_ELEMENTS:,})"
                 )
         return problems
