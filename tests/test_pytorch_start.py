@@ -73,3 +73,16 @@ def test_a_headless_run_from_pytorch_accepts_a_triton_kernel(tmp_path):
     assert "preflight ok" in out.stdout
     line = json.loads((tmp_path / "ws" / "trajectory.jsonl").read_text().splitlines()[0])
     assert line["status"] == "ok"  # the Triton kernel was checked and timed against the eager baseline
+
+
+def test_a_search_run_from_pytorch_says_it_waits_and_retests_the_eager_baseline(tmp_path):
+    root = pytorch_task(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "kernel_tui", "run", str(root), "--headless", "--proposer", "search",
+         "--device", "cpu", "--workspace", str(tmp_path / "ws"), "--max-steps", "2"],
+        capture_output=True, text=True, timeout=900, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "starts once a Triton version is accepted" in out.stdout
+    summary = json.loads((tmp_path / "ws" / "run_summary.json").read_text())
+    assert "policy" not in json.dumps(summary).lower(), summary  # the eager baseline was re-tested, not refused
