@@ -137,10 +137,10 @@ def cmd_check_task(args) -> int:
           f"{len(spec.all_shapes())} shapes, seeds {spec.correctness.seeds}")
     for warning in spec.coverage_warnings():
         print(f"warning   {warning}")
-    shapes = ", ".join(f"{c.name} {tuple(c.dims.values())}" for c in spec.correctness_shapes(result.device))
     if result.status.value == "invalid_task":
         print(f"reference FAILED: {result.reason}")
     else:
+        shapes = ", ".join(f"{c.name} {tuple(c.dims.values())}" for c in spec.correctness_shapes(result.device))
         print(f"reference ok on {result.device}: {shapes}")
         print(f"baseline  {'ok' if ok else 'FAILED'}: {result.reason}")
     return EXIT_OK if ok else EXIT_FAILED

@@ -316,3 +316,61 @@ def test_a_generator_file_is_loaded_with_the_task(tmp_path: Path):
             return {}
     """))
     assert "make_inputs" in (load_task(tmp_path).generator_source or "")
+
+
+SYMMETRIC_TASK = {
+    "name": "symmetric-matvec", "shape": {"n": 2048}, "precision": "fp32",
+    "tensors": [
+        {"name": "a", "kind": "input", "dtype": "float32", "shape": ["n", "n"]},
+        {"name": "v", "kind": "input", "dtype": "float32", "shape": ["n"]},
+        {"name": "out", "kind": "output", "dtype": "float32", "shape": ["n"]},
+    ],
+    "launchArguments": ["a", "v", "out"],
+    "generator": {"filename": "inputs.py"},
+    "baseline": {"language": "pytorch"},
+    "correctness": {"shapes": [{"name": "small", "dims": {"n": 67}, "interpreter": True}], "atol": 1e-4, "rtol": 1e-4},
+}
+
+
+def write_task(root: Path, data: dict, generator: str) -> Path:
+    root.mkdir()
+    (root / "task.json").write_text(json.dumps(data))
+    # the reference uses a's symmetry: it is right only for the generator's inputs
+    (root / "reference.py").write_text("def reference(a, v, out):\n    return a.T @ v\n")
+    (root / "baseline.py").write_text("import torch\n\ndef launch(a, v, out):\n    torch.matmul(a, v, out=out)\n")
+    (root / "inputs.py").write_text(generator)
+    return root
+
+
+def check_task(root: Path) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "kernel_tui", "check-task", str(root), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return out.returncode, out.stdout + out.stderr
+
+
+def test_the_generator_runs_in_the_worker_and_its_faults_are_the_tasks(tmp_path: Path):
+    symmetric = textwrap.dedent("""
+        import torch
+
+        def make_inputs(dims, seed, device):
+            g = torch.Generator(device=device).manual_seed(seed)
+            a = torch.rand(dims["n"], dims["n"], generator=g, device=device)
+            return {"a": (a + a.T) / 2}
+    """)
+    code, text = check_task(write_task(tmp_path / "good", SYMMETRIC_TASK, symmetric))
+    assert code == 0, text
+    assert "baseline  ok" in text
+    # without the generator the inputs are not symmetric, and the baseline (a @ v) disagrees with a.T @ v
+    plain = {k: v for k, v in SYMMETRIC_TASK.items() if k != "generator"}
+    code, text = check_task(write_task(tmp_path / "plain", plain, ""))
+    assert code != 0 and "baseline  FAILED" in text
+    code, text = check_task(write_task(tmp_path / "bad", SYMMETRIC_TASK, "def make_inputs(dims, seed, device):\n    return {'a': 1}\n"))
+    assert code != 0 and "reference FAILED" in text and "the input generator gave 'a' int" in text
+    big = {**SYMMETRIC_TASK, "correctness": {"shapes": []}}
+    code, text = check_task(write_task(tmp_path / "big", big, symmetric))
+    assert code != 0 and "too many for the CPU interpreter" in text and "Traceback" not in text
