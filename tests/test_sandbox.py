@@ -3,6 +3,7 @@ that pass a switched-off static policy stopped and named end to end."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -267,3 +268,39 @@ def test_switching_the_sandbox_off_is_said_in_the_result(tmp_path, monkeypatch):
     assert result.status is Status.ok, result.reason
     assert result.sandbox is not None and not result.sandbox.active
     assert "switched off" in result.sandbox.summary()
+
+
+def _run_filter(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+    """A classic-BPF interpreter for the few instructions the filter uses; returns the action."""
+    import struct
+
+    ins = [struct.unpack("HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    data = {0: nr, 4: arch, 16: arg0}  # seccomp_data: nr, arch, args[0] low word
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = ins[pc]
+        if code == 0x20:
+            acc = data[k]
+        elif code == 0x06:
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if taken else jf
+        pc += 1
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("no_processes, unix_sockets", [(True, False), (False, True), (False, False), (True, True)])
+def test_the_seccomp_filter_assembles_and_decides_as_designed(machine, no_processes, unix_sockets):
+    from kernel_tui.core.evaluator.sandbox.confine import AUDIT_ARCH, CLONE_THREAD, SYSCALLS, seccomp_program
+
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EACCES
+    program = seccomp_program(machine, no_processes, unix_sockets)
+    arch, nr = AUDIT_ARCH[machine], SYSCALLS[machine]
+    assert _run_filter(program, arch, 63) in (allow,)  # an ordinary call (read/uname-like numbers) passes
+    assert _run_filter(program, arch + 1, 63) == deny  # another ABI: refused
+    assert _run_filter(program, arch, nr["socket"], 2) == deny  # AF_INET never
+    assert _run_filter(program, arch, nr["socket"], 1) == (allow if unix_sockets else deny)
+    assert _run_filter(program, arch, nr["io_uring_setup"]) == deny
+    assert _run_filter(program, arch, nr["clone"], CLONE_THREAD) == allow
+    assert _run_filter(program, arch, nr["clone"], 0) == (deny if no_processes else allow)

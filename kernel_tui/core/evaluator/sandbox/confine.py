@@ -115,15 +115,16 @@ def _bpf(program: list[tuple]) -> bytes:
         code, k, jt, jf = ins
         true_jump = labels[jt] - at - 1 if jt else 0  # jumps count instructions after this one
         false_jump = labels[jf] - at - 1 if jf else 0
+        if not (0 <= true_jump <= 255 and 0 <= false_jump <= 255):  # classic BPF jumps forward, by a byte
+            raise ValueError(f"seccomp program: instruction {at} jumps {true_jump}/{false_jump}")
         out.append(struct.pack("HBBI", code, true_jump, false_jump, k))
         at += 1
     return b"".join(out)
 
 
-def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None:
-    machine = platform.machine()
-    if machine not in AUDIT_ARCH:
-        return f"no syscall table for {machine}"
+def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False) -> bytes:
+    """The filter, assembled: no sockets (AF_UNIX only, with `unix_sockets`), no io_uring, and with
+    `no_processes` no fork/vfork/clone3 and clone only for threads."""
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     nr = SYSCALLS[machine]
     program: list[tuple] = [
@@ -135,21 +136,26 @@ def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None
     if machine == "x86_64":
         program.append((jge, X32_SYSCALL_BIT, "deny", None))
     program += [(jeq, nr["io_uring_setup"], "deny", None)]
-    if unix_sockets:
-        program += [(jeq, nr["socket"], "socket", None)]
-    else:
-        program += [(jeq, nr["socket"], "deny", None)]
+    program += [(jeq, nr["socket"], "socket" if unix_sockets else "deny", None)]
     if no_processes:  # threads yes, processes no: the interpreter needs no compiler
         program += [(jeq, nr[name], "deny", None) for name in ("fork", "vfork") if name in nr]
         program += [(jeq, nr["clone3"], "nosys", None), (jeq, nr["clone"], "clone", "allow"), ("clone",),
                     (ld, 16, None, None),  # low word of clone's flags
                     (jset, CLONE_THREAD, "allow", "deny")]
-    program += [("allow",), (ret, 0x7FFF0000, None, None)]  # SECCOMP_RET_ALLOW; the fall-through too
-    if unix_sockets:
-        program += [("socket",), (ld, 16, None, None), (jeq, 1, "allow", "deny")]  # AF_UNIX only
-    program += [("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
+    if unix_sockets:  # jumps go forward only: the socket test sits before the one allow return
+        program += [(ret, 0x7FFF0000, None, None),  # the fall-through: SECCOMP_RET_ALLOW
+                    ("socket",), (ld, 16, None, None), (jeq, 1, "allow", "deny")]  # AF_UNIX only
+    program += [("allow",), (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
+                ("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
                 ("nosys",), (ret, 0x00050000 | errno.ENOSYS, None, None)]  # glibc then falls back to clone
-    raw = _bpf(program)
+    return _bpf(program)
+
+
+def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None:
+    machine = platform.machine()
+    if machine not in AUDIT_ARCH:
+        return f"no syscall table for {machine}"
+    raw = seccomp_program(machine, no_processes, unix_sockets)
     buf = ctypes.create_string_buffer(raw, len(raw))
 
     class SockFprog(ctypes.Structure):
