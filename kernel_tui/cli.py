@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kernel-tui",
         usage="%(prog)s [TASK|WORKSPACE] [run options]\n"
-              "       %(prog)s {eval,compare,run,history,restore,report,check-task} ...",
+              "       %(prog)s {eval,compare,run,history,restore,report,check-task,import,suite} ...",
         description="Human-in-the-loop GPU kernel optimization. `kernel-tui TASK|WORKSPACE` opens the screen on a "
                     "task directory (a new workspace) or a workspace (resumed); `kernel-tui` alone offers a list.",
         epilog="`kernel-tui TASK|WORKSPACE [options]` is `kernel-tui run TASK|WORKSPACE [options]`: "
@@ -315,10 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("task", help="the task directory (holding task.json)")
     device(p)
     p.set_defaults(func=cmd_check_task, evaluates=True)
+    from kernel_tui.core.kernelbench.command import add_parser as add_import_parser
+    from kernel_tui.core.suite.command import add_parser as add_suite_parser
+
+    add_import_parser(sub)
+    add_suite_parser(sub)
     return parser
 
 
-COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-task"}
+COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-task", "import", "suite"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
-from pydantic_core import ErrorDetails
 
 from kernel_tui.core import gate
 from kernel_tui.core.errors import TaskError
@@ -569,7 +569,7 @@ def _inner_model(annotation: object) -> type[BaseModel] | None:
     return None
 
 
-def _describe_error(err: ErrorDetails) -> str:
+def _describe_error(err: Mapping[str, Any]) -> str:
     loc = tuple(err["loc"])
     where = ".".join(str(p) for p in loc) or "(top level)"
     kind = err["type"]

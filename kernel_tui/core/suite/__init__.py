@@ -1,0 +1,6 @@
+"""Suites: many tasks run headless, each task's best kernel scored against PyTorch (KernelBench's fast_p).
+
+`runner` drives every task through the one Session loop and scores it; `score` holds the pure scoring
+(fast_p, strict fast_p, geometric mean, the interval of S); `sources` writes the PyTorch sides as launch
+sources; `report` writes suite-report.md and its figure; `command` is the `kernel-tui suite` command.
+"""

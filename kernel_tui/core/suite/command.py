@@ -1,0 +1,118 @@
+"""`kernel-tui suite TASKS_DIR`: the command line's side of a suite (arguments, signals, printed lines).
+
+A front end like headless mode: it renders the runner's events as lines and turns Ctrl-C into the cancel
+event, so the task in flight stops at a safe point and the next `kernel-tui suite` resumes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kernel_tui.core.errors import KernelTuiError
+
+if TYPE_CHECKING:  # the engine loads when the suite starts: the CLI builds its parser from this module
+    from kernel_tui.core.events import Event
+
+EXIT_OK, EXIT_STOPPED = 0, 1
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "suite", help="run every task of a folder headless, then score the best kernels against PyTorch (fast_p)",
+        description="Runs every subdirectory of TASKS_DIR that holds a task.json as one headless run, each in "
+                    "OUT/workspaces/<task>, then times each task's best version against PyTorch eager and "
+                    "torch.compile in fresh processes and writes OUT/suite.json and OUT/suite-report.md. "
+                    "Run the same command again to resume a stopped suite.",
+    )
+    p.add_argument("tasks_dir", metavar="TASKS_DIR", help="a folder of task directories (each holding task.json)")
+    p.add_argument("--proposer", choices=["search", "llm", "replay"], required=True,
+                   help="who proposes candidates in every task (replay: the files in --candidates DIR/<task>/)")
+    p.add_argument("--candidates", help="for --proposer replay: a folder with one folder of *.py per task, "
+                                        "named like the task's folder")
+    p.add_argument("--max-steps", type=int, required=True, help="rounds per task")
+    p.add_argument("--out", help="where workspaces, results and the report go (default suites/<TASKS_DIR name>)")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="where candidates run (default: auto, the GPU if there is one); cpu = Triton's "
+                        "interpreter (timings are not GPU timings)")
+    p.add_argument("--runs", type=int,
+                   help="fresh processes per PyTorch side when scoring (at least 2; default 5 on a GPU, 2 on the CPU)")
+    p.set_defaults(func=main, evaluates=True)
+    return p
+
+
+class _Printer:
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, task: str, e: Event) -> None:
+        from kernel_tui.core.events import ProgressEvent
+
+        if isinstance(e, ProgressEvent):
+            if self.tty:
+                p = e.progress
+                sys.stderr.write("\r" + f"  [{task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
+                sys.stderr.flush()
+            return
+        if self.tty:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+        print(f"[{task}] {e.text}", flush=True)
+
+
+def main(args) -> int:
+    from kernel_tui.core import environment
+    from kernel_tui.core.suite.models import FLAG_SPEEDUP
+    from kernel_tui.core.suite.runner import SuiteOptions, SuiteRunner, check_options
+
+    if args.max_steps < 1:
+        raise KernelTuiError("--max-steps must be at least 1")
+    if args.runs is not None and args.runs < 2:
+        raise KernelTuiError("--runs must be at least 2 (the interval of S needs two runs)")
+    tasks_dir = Path(args.tasks_dir)
+    out = Path(args.out) if args.out else Path("suites") / tasks_dir.resolve().name
+    device = environment.resolve(args.device)
+    options = SuiteOptions(
+        tasks_dir=tasks_dir, out=out, proposer=args.proposer, max_steps=args.max_steps,
+        device="cuda" if device == "cuda" else "cpu", runs=args.runs or (5 if device == "cuda" else 2),
+        candidates=Path(args.candidates) if args.candidates else None,
+    )
+    tasks = check_options(options)
+    print(f"suite {tasks_dir}: {len(tasks)} tasks, proposer {options.proposer}, {options.max_steps} rounds each, "
+          f"device {options.device}, scoring with {options.runs} runs per side; output in {out}", flush=True)
+    cancel = threading.Event()
+
+    def stop(signum, frame):  # finish the phase in flight, leave everything on disk
+        cancel.set()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        suite = SuiteRunner(options, cancel=cancel, on_event=_Printer()).run()
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+    if suite is None:
+        again = " ".join(shlex.quote(a) for a in ["kernel-tui", "suite", str(tasks_dir), "--proposer", options.proposer,
+                                                  "--max-steps", str(options.max_steps), "--out", str(out),
+                                                  "--device", options.device, "--runs", str(options.runs)]
+                         + (["--candidates", str(options.candidates)] if options.candidates else []))
+        print(f"stopped; resume with: {again}")
+        return EXIT_STOPPED
+    solved = sum(t.correct for t in suite.tasks)
+    print(f"suite done: {solved} of {len(suite.tasks)} tasks correct")
+    for summary in suite.summaries:
+        if not summary.available:
+            print(f"  vs {summary.side}: not measured on any correct task")
+            continue
+        f1 = next(f for f in summary.fast_p if f.p == 1.0)
+        gm = f"{summary.geomean:.3g}x over {summary.geomean_over}" if summary.geomean is not None else "n/a"
+        print(f"  vs {summary.side}: fast_1 = {f1.plain:.2f} (strict {f1.strict:.2f}) of {summary.total} tasks; geomean S {gm}")
+    flagged = sorted({t for summary in suite.summaries for t in summary.flagged})
+    if flagged:
+        print(f"  for a person to look at (S above {FLAG_SPEEDUP:g}x): {', '.join(flagged)}")
+    print(f"report: {out / 'suite-report.md'}; results: {out / 'suite.json'}")
+    return EXIT_OK

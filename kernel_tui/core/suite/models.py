@@ -1,0 +1,122 @@
+"""What a suite leaves on disk: one TaskResult per task (results/<task>.json), and suite.json.
+
+All frozen pydantic models: they cross from the runner to the report and to the disk, and a resumed
+suite reads them back.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kernel_tui.core.compare import Comparison
+from kernel_tui.core.evaluator.models import Environment
+from kernel_tui.core.records import now_iso
+
+Side = Literal["eager", "compile"]
+SIDES: tuple[Side, ...] = ("eager", "compile")
+SIDE_LABELS = {"eager": "PyTorch eager", "compile": "torch.compile"}
+# The p of KernelBench's fast_p reported in the table (the figure draws the whole curve).
+THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+FLAG_SPEEDUP = 10.0  # a speedup above this is more often a measuring or checking fault than a kernel
+CONFIDENCE = 0.95
+INTERVAL_METHOD = (
+    f"{CONFIDENCE:.0%} Student t-interval on the per-run log ratios log(PyTorch run median / kernel run median), "
+    "one ratio per fresh-process run, mapped back with exp; the point estimate S is compare()'s median of run "
+    "medians ratio"
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class SideScore(_Frozen):
+    """The best kernel timed against one PyTorch side in fresh processes."""
+
+    side: Side
+    available: bool  # False: this side could not be measured (the reason says why); the kernel is not at fault
+    reason: str = ""
+    speedup: float | None = None  # S = PyTorch time / kernel time (compare()'s definition)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    run_ratios: list[float] = Field(default_factory=list)  # per run: PyTorch run median / kernel run median
+    timing_label: str = ""
+    comparison: Comparison | None = None  # compare()'s own record, every run
+
+
+class TaskResult(_Frozen):
+    """One task of the suite, final once `complete` (its workspace finished and its best was scored)."""
+
+    task: str  # the task's directory name under TASKS_DIR, also its workspace's name
+    name: str = ""  # the task's own name (task.json)
+    status: Literal["solved", "failed"]
+    reason: str = ""  # why it failed, or what was measured
+    complete: bool  # False: re-tried when the suite runs again (a failed preflight, an error opening it)
+    device: str
+    runs: int
+    max_steps: int
+    proposer: str
+    workspace: str = ""
+    rounds: int = 0
+    accepted: int = 0
+    best_commit: str = ""
+    best_is_baseline: bool = False  # no Triton version was accepted over the PyTorch starting point
+    scored_round: int | None = None  # then: the round of the fastest correct candidate, scored instead
+    eager: SideScore | None = None
+    compile: SideScore | None = None
+    environment: Environment | None = None
+    time: str = Field(default_factory=now_iso)
+
+    @property
+    def correct(self) -> bool:
+        """A kernel of the proposer's, correct in the scoring's own fresh check (run 1 against eager)."""
+        return self.status == "solved"
+
+    def side(self, side: Side) -> SideScore | None:
+        return self.eager if side == "eager" else self.compile
+
+
+class FastP(_Frozen):
+    p: float
+    plain: float  # share of the tasks that are correct with S > p
+    strict: float  # share of the tasks that are correct with the interval's lower bound > p
+    plain_count: int
+    strict_count: int
+
+
+class SideSummary(_Frozen):
+    """fast_p and the geometric mean of S against one PyTorch side."""
+
+    side: Side
+    total: int  # the denominator of fast_p: every task, failed ones included, less `unmeasured`
+    unmeasured: list[str] = Field(default_factory=list)  # correct tasks whose PyTorch side could not run
+    fast_p: list[FastP] = Field(default_factory=list)
+    geomean: float | None = None  # of S over the correct tasks measured on this side
+    geomean_over: int = 0
+    flagged: list[str] = Field(default_factory=list)  # tasks with S above FLAG_SPEEDUP
+
+    @property
+    def available(self) -> bool:
+        """False when every correct task's side went unmeasured: its fast_p would count failures only."""
+        return self.geomean_over > 0 or not self.unmeasured
+
+
+class SuiteResult(_Frozen):
+    tasks_dir: str
+    out: str
+    device: str
+    proposer: str
+    max_steps: int
+    runs: int
+    tasks: list[TaskResult]
+    summaries: list[SideSummary]
+    timing_labels: list[str]
+    environment: Environment | None = None
+    interval_method: str = INTERVAL_METHOD
+    thresholds: list[float] = Field(default_factory=lambda: list(THRESHOLDS))
+    time: str = Field(default_factory=now_iso)
+
+    def summary(self, side: Side) -> SideSummary:
+        return next(s for s in self.summaries if s.side == side)

@@ -1,0 +1,342 @@
+"""Running a suite: every task through the one Session loop, then its best version scored against PyTorch.
+
+Each task gets a workspace OUT/workspaces/<task> driven by `Session.run` exactly as `kernel-tui run
+--headless` drives it (the same opening, proposer and loop; only the cancel event and the printer are the
+suite's). Everything is on disk as it happens, so a killed suite resumes: a task whose result is final for
+the same device, runs and budget is not touched again; a workspace that stopped part way resumes where it
+stopped; a finished workspace without a result is only scored.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import ValidationError
+
+from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.events import Event, LogEvent
+from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
+from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
+
+if TYPE_CHECKING:
+    from kernel_tui.core.workspace import Workspace
+
+OnEvent = Callable[[str, Event], None]  # (task, event); the suite's own lines come as LogEvents
+
+
+class SuiteError(KernelTuiError):
+    pass
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    tasks_dir: Path
+    out: Path
+    proposer: str
+    max_steps: int
+    device: Literal["cpu", "cuda"]  # resolved
+    runs: int
+    candidates: Path | None = None  # replay: one folder of *.py per task, named like the task's folder
+
+    def candidates_for(self, task: str) -> Path | None:
+        return self.candidates / task if self.candidates is not None else None
+
+
+def find_tasks(tasks_dir: Path) -> list[Path]:
+    """Every subdirectory holding task.json, in name order."""
+    if not tasks_dir.is_dir():
+        raise SuiteError(f"{tasks_dir}: no such directory")
+    tasks = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file())
+    if not tasks:
+        raise SuiteError(f"{tasks_dir}: holds no task directories (subdirectories with a task.json)")
+    return tasks
+
+
+def check_options(options: SuiteOptions) -> list[Path]:
+    """Refuse bad input as one line before anything is created; returns the task directories."""
+    from kernel_tui.core.opening import check_proposer
+
+    if options.max_steps < 1:
+        raise SuiteError("--max-steps must be at least 1")
+    if options.runs < 2:
+        raise SuiteError("--runs must be at least 2 (the interval of S needs two runs)")
+    tasks = find_tasks(options.tasks_dir)
+    if options.out.exists() and not options.out.is_dir():
+        raise SuiteError(f"{options.out}: exists and is not a directory")
+    if options.proposer == "replay":
+        if options.candidates is None:
+            raise SuiteError("--proposer replay needs --candidates DIR (one folder of *.py per task)")
+        missing = [t.name for t in tasks if not (options.candidates / t.name).is_dir()]
+        if missing:
+            raise SuiteError(f"{options.candidates}: no candidate folder for task(s) {', '.join(missing)}")
+    for task in tasks:
+        check_proposer(options.proposer, options.candidates_for(task.name), None)
+    return tasks
+
+
+class _OutLock:
+    """One suite per output folder at a time."""
+
+    def __init__(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        self.file: io.TextIOWrapper = open(out / ".lock", "a+", encoding="utf-8")
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.close()
+            raise SuiteError(f"{out}: in use by another kernel-tui suite") from None
+
+    def release(self) -> None:
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class SuiteRunner:
+    def __init__(self, options: SuiteOptions, *, cancel: threading.Event | None = None,
+                 on_event: OnEvent | None = None) -> None:
+        self.options = options
+        self.cancel = cancel or threading.Event()
+        self.on_event = on_event or (lambda task, e: None)
+
+    def _say(self, task: str, text: str) -> None:
+        self.on_event(task, LogEvent(text=text))
+
+    def results_path(self, task: str) -> Path:
+        return self.options.out / "results" / f"{task}.json"
+
+    def workspace_path(self, task: str) -> Path:
+        return self.options.out / "workspaces" / task
+
+    # --- the whole suite --------------------------------------------------------------------------
+    def run(self) -> SuiteResult | None:
+        """Every task, then suite.json and the report; None when stopped (everything done so far is kept)."""
+        tasks = check_options(self.options)
+        lock = _OutLock(self.options.out)
+        try:
+            results: list[TaskResult] = []
+            for index, task_dir in enumerate(tasks, start=1):
+                if self.cancel.is_set():
+                    return None
+                self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name}")
+                result = self.run_task(task_dir)
+                if result is None:
+                    return None
+                results.append(result)
+                what = "solved" if result.correct else f"failed: {result.reason}"
+                self._say(task_dir.name, f"task {task_dir.name}: {what}")
+            suite = self._suite(results)
+            write_atomic(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
+            from kernel_tui.core.suite.report import write_suite_report
+
+            write_suite_report(suite, self.options.out)
+            return suite
+        finally:
+            lock.release()
+
+    def _suite(self, results: list[TaskResult]) -> SuiteResult:
+        o = self.options
+        scores = [s for r in results for s in (r.eager, r.compile) if s is not None]
+        labels = list(dict.fromkeys(s.timing_label for s in scores if s.timing_label))
+        env = next((r.environment for r in results if r.environment is not None), None)
+        return SuiteResult(
+            tasks_dir=str(o.tasks_dir), out=str(o.out), device=o.device, proposer=o.proposer,
+            max_steps=o.max_steps, runs=o.runs, tasks=results, summaries=[summarize(results, s) for s in SIDES],
+            timing_labels=labels, environment=env,
+        )
+
+    # --- one task ---------------------------------------------------------------------------------
+    def run_task(self, task_dir: Path) -> TaskResult | None:
+        """Run (or resume) the task's workspace, then score it; None when stopped."""
+        key = task_dir.name
+        prior = self._prior(key)
+        if prior is not None:
+            self._say(key, f"task {key}: final result recorded earlier, not run again")
+            return prior
+        try:
+            ws = self._open(task_dir)
+        except KernelTuiError as exc:
+            return self._record(self._failed(key, f"could not open: {exc}"))
+        if not self._finished(ws):
+            outcome = self._session(ws, key)
+            if outcome == "stopped":
+                return None
+            if outcome:
+                return self._record(self._failed(key, outcome, ws=ws))
+        if self.cancel.is_set():
+            return None
+        result = self._score(ws, key)
+        return None if result is None else self._record(result)
+
+    def _record(self, result: TaskResult) -> TaskResult:
+        write_atomic(self.results_path(result.task), result.model_dump_json(indent=2) + "\n")
+        return result
+
+    def _prior(self, key: str) -> TaskResult | None:
+        """The recorded result, when it is final for these options and the workspace has not moved on."""
+        from kernel_tui.core.workspace import Workspace
+
+        path = self.results_path(key)
+        try:
+            prior = TaskResult.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValidationError, ValueError):
+            return None  # absent or torn: the task is judged again from its workspace
+        o = self.options
+        if not (prior.complete and prior.device == o.device and prior.runs == o.runs and prior.max_steps == o.max_steps):
+            return None
+        try:  # a workspace removed, or moved on since (more rounds, a restore), is run and scored again
+            if Workspace.open(self.workspace_path(key)).best.hexsha != prior.best_commit:
+                return None
+        except KernelTuiError:
+            return None
+        return prior
+
+    def _open(self, task_dir: Path) -> Workspace:
+        """The task's workspace: resumed if there is one, else created; a half-made folder (killed while
+        being created) is moved aside, never deleted."""
+        from kernel_tui.core.opening import open_or_create
+        from kernel_tui.core.task import load_task
+        from kernel_tui.core.workspace import Workspace
+
+        path = self.workspace_path(task_dir.name)
+        if Workspace.is_workspace(path):
+            ws = Workspace.open(path)
+            if ws.task.name != load_task(task_dir).name:
+                raise SuiteError(f"{path} is a workspace of task {ws.task.name!r}, not of {task_dir}")
+            return ws
+        if path.exists() and any(path.iterdir()):
+            aside = path.with_name(f"{path.name}.incomplete-{datetime.now():%Y%m%d-%H%M%S}")
+            path.rename(aside)
+            self._say(task_dir.name, f"{path}: not a complete workspace; moved to {aside.name}, starting afresh")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open_or_create(task_dir, path)
+
+    def _finished(self, ws: Workspace) -> bool:
+        """Its loop ended for this budget (the final re-test included): nothing left but scoring."""
+        from kernel_tui.core.session import SessionState
+
+        try:
+            saved = ws.read_json("session.json")
+            state = SessionState.model_validate(saved) if saved else None
+        except (KernelTuiError, ValidationError):
+            return False
+        return (state is not None and state.finished and state.max_steps == self.options.max_steps
+                and (ws.root / "run_summary.json").is_file() and not ws.pending())
+
+    def _session(self, ws: Workspace, key: str) -> str:
+        """Drive the Session loop: "" when it finished, "stopped" when cancelled, else why it failed."""
+        from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.opening import make_proposer
+        from kernel_tui.core.records import Preflight
+        from kernel_tui.core.report import write_report
+        from kernel_tui.core.session import Session
+
+        o = self.options
+        ws.lock()
+        evaluator = None
+        try:
+            try:
+                evaluator = Evaluator(ws.task, device=o.device, workdir=ws.root / ".work", cancel=self.cancel)
+            except ValueError as exc:
+                raise SuiteError(str(exc)) from None
+            proposer = make_proposer(o.proposer, o.candidates_for(key), ws, evaluator)
+            self._say(key, f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {proposer.info.name}")
+            session = Session(ws, evaluator, proposer, max_steps=o.max_steps, cancel=self.cancel,
+                              on_event=lambda e: self.on_event(key, e))
+            summary = session.run()
+            if summary is None:
+                if self.cancel.is_set():
+                    return "stopped"
+                pre = Preflight.model_validate(ws.read_json("preflight.json") or {})
+                return one_line(f"preflight failed: reference {pre.reference}; baseline {pre.baseline}")
+            write_report(ws.root)
+            return ""
+        except KernelTuiError as exc:
+            return one_line(str(exc))
+        except ValidationError:
+            return "preflight failed and left no readable preflight.json"
+        finally:
+            if evaluator is not None:
+                evaluator.close()
+            ws.unlock()
+
+    def _base(self, key: str, ws: Workspace | None = None) -> dict:
+        o = self.options
+        base: dict = dict(task=key, device=o.device, runs=o.runs, max_steps=o.max_steps, proposer=o.proposer)
+        if ws is not None:
+            lines = ws.trajectory()
+            base.update(name=ws.task.name, workspace=str(ws.root), rounds=len(lines),
+                        accepted=sum(ln.accepted for ln in lines), best_commit=ws.best.hexsha)
+        return base
+
+    def _failed(self, key: str, reason: str, ws: Workspace | None = None) -> TaskResult:
+        """A failure of the run itself: not final, so a later suite tries the task again."""
+        return TaskResult(status="failed", reason=reason, complete=False, **self._base(key, ws))
+
+    def _score(self, ws: Workspace, key: str) -> TaskResult | None:
+        """The best version against PyTorch eager and torch.compile in fresh processes; None when stopped."""
+        from kernel_tui.core.compare import compare
+        from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.suite.sources import pytorch_source
+
+        o = self.options
+        base = self._base(key, ws)
+        best = ws.best_source
+        if best == ws.task.baseline_source and ws.task.baseline_is_pytorch:
+            # No Triton version beat eager through the gate. KernelBench counts a correct kernel whatever its
+            # speed (fast_0), so the fastest correct Triton candidate is scored, and the result says so.
+            fastest = min((ln for ln in ws.trajectory() if ln.status == "ok" and ln.latency),
+                          key=lambda ln: ln.latency or 0.0, default=None)
+            if fastest is None:
+                return TaskResult(status="failed", reason="no correct Triton kernel: every candidate failed its checks",
+                                  complete=True, best_is_baseline=True, **base)
+            best = ws.source_at(fastest.commit)
+            base.update(scored_round=fastest.round, best_is_baseline=True)
+            self._say(key, f"no Triton version was accepted; scoring the fastest correct candidate (round {fastest.round})")
+        # the kernel keeps its static policy; the PyTorch sides are exempt, so the workers enforce none
+        checker = Evaluator(ws.task, device=o.device)
+        try:
+            rejected = checker.check_policy(best)
+        finally:
+            checker.close()
+        if rejected is not None:
+            return TaskResult(status="failed", reason=one_line(f"the best fails the policy: {rejected.reason}"),
+                              complete=True, **base)
+        evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel)
+        scores: dict[Side, SideScore] = {}
+        try:
+            for side in SIDES:
+                self._say(key, f"scoring: the best against {SIDE_LABELS[side]}, {o.runs} fresh processes")
+                comparison = compare(evaluator, pytorch_source(ws.task, side), best, runs=o.runs)
+                if self.cancel.is_set():
+                    return None
+                scores[side] = side_score(side, comparison)
+                self._say(key, f"  {SIDE_LABELS[side]}: {describe_score(scores[side])}")
+                if side == "eager" and not scores[side].available:
+                    break
+        finally:
+            evaluator.close()
+        eager = scores["eager"]
+        env = eager.comparison.environment if eager.comparison else None
+        if not eager.available:
+            return TaskResult(status="failed", reason=f"the scoring's fresh check against eager failed: {eager.reason}",
+                              complete=True, eager=eager, environment=env, **base)
+        return TaskResult(status="solved", reason=eager.reason, complete=True, eager=eager,
+                          compile=scores.get("compile"), environment=env, **base)

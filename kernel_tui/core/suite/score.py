@@ -1,0 +1,117 @@
+"""The suite's scores, pure functions of the task results: KernelBench's fast_p and the geometric mean of S.
+
+fast_p = the share of ALL tasks whose kernel is correct and faster than PyTorch by more than p (S > p); a
+failed task stays in the denominator. The strict variant counts a task only when the lower bound of the
+interval of S exceeds p, so that a speedup the runs cannot tell from noise is not counted. A correct task
+whose PyTorch side could not be measured (torch.compile unavailable) says nothing either way about that
+side and leaves its denominator; it is named in the report.
+
+The interval: each compare() run is one fresh process timing both sides, so each run gives one ratio of
+run medians; their logs are treated as a sample (runs are independent processes) and a Student t-interval
+on their mean is mapped back with exp. With 2 runs it is wide (t = 12.7 at 95%), which is the honest
+answer for 2 runs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from scipy import stats
+
+from kernel_tui.core.compare import Comparison
+from kernel_tui.core.evaluator.models import Status
+from kernel_tui.core.suite.models import (
+    CONFIDENCE,
+    FLAG_SPEEDUP,
+    THRESHOLDS,
+    FastP,
+    Side,
+    SideScore,
+    SideSummary,
+    TaskResult,
+)
+
+
+def run_ratios(comparison: Comparison) -> list[float]:
+    """Per run, the PyTorch side's run median over the kernel's (the incumbent is the PyTorch side)."""
+    return [r.incumbent_median / r.candidate_median for r in comparison.runs if r.candidate_median > 0]
+
+
+def log_t_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """A t-interval on the mean log ratio, mapped back with exp; None with fewer than two runs."""
+    if len(ratios) < 2 or any(not (r > 0 and math.isfinite(r)) for r in ratios):
+        return None
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    sem = statistics.stdev(logs) / math.sqrt(len(logs))
+    if sem == 0:  # identical runs: scipy gives NaN for a zero scale
+        return math.exp(mean), math.exp(mean)
+    low, high = stats.t.interval(confidence, len(logs) - 1, loc=mean, scale=sem)
+    return math.exp(low), math.exp(high)
+
+
+def side_score(side: Side, comparison: Comparison) -> SideScore:
+    """A finished compare() of PyTorch (incumbent) against the best kernel (candidate)."""
+    if comparison.status is not Status.ok or comparison.speedup is None:
+        return SideScore(side=side, available=False, reason=one_line(f"{comparison.status}: {comparison.reason}"),
+                         comparison=comparison)
+    ratios = run_ratios(comparison)
+    ci = log_t_interval(ratios)
+    return SideScore(
+        side=side, available=True, reason=comparison.reason, speedup=comparison.speedup,
+        ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, run_ratios=ratios,
+        timing_label=comparison.timing_label, comparison=comparison,
+    )
+
+
+def describe_score(score: SideScore) -> str:
+    """One line: S with its interval, or why the side is unavailable."""
+    if not score.available or score.speedup is None:
+        return f"unavailable: {score.reason}"
+    ci = f" ({CONFIDENCE:.0%} CI {score.ci_low:.3g}x–{score.ci_high:.3g}x)" if score.ci_low is not None else ""
+    return f"S = {score.speedup:.3g}x{ci} over {len(score.run_ratios)} fresh-process runs"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def measured(results: list[TaskResult], side: Side) -> tuple[list[tuple[float, float | None] | None], list[str]]:
+    """Per task in the denominator: (S, lower bound) for a correct one measured on this side, None for a
+    failed one; and the correct tasks left out because this side could not be measured."""
+    values: list[tuple[float, float | None] | None] = []
+    unmeasured: list[str] = []
+    for r in results:
+        score = r.side(side)
+        if not r.correct:
+            values.append(None)
+        elif score is None or not score.available or score.speedup is None:
+            unmeasured.append(r.task)
+        else:
+            values.append((score.speedup, score.ci_low))
+    return values, unmeasured
+
+
+def fast_p(values: list[tuple[float, float | None] | None], p: float) -> FastP:
+    plain = sum(1 for v in values if v is not None and v[0] > p)
+    strict = sum(1 for v in values if v is not None and v[1] is not None and v[1] > p)
+    n = len(values)
+    return FastP(p=p, plain=plain / n if n else 0.0, strict=strict / n if n else 0.0,
+                 plain_count=plain, strict_count=strict)
+
+
+def geomean(speedups: list[float]) -> float | None:
+    return statistics.geometric_mean(speedups) if speedups else None
+
+
+def summarize(results: list[TaskResult], side: Side, thresholds: tuple[float, ...] = THRESHOLDS) -> SideSummary:
+    values, unmeasured = measured(results, side)
+    speedups = [v[0] for v in values if v is not None]
+    flagged = [r.task for r in results if r.correct and (s := r.side(side)) is not None
+               and s.speedup is not None and s.speedup > FLAG_SPEEDUP]
+    return SideSummary(
+        side=side, total=len(values), unmeasured=unmeasured, fast_p=[fast_p(values, p) for p in thresholds],
+        geomean=geomean(speedups), geomean_over=len(speedups), flagged=flagged,
+    )

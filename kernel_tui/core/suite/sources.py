@@ -1,0 +1,70 @@
+"""The PyTorch sides of the score as launch sources the harness times like any incumbent.
+
+Each is the task's reference source, unchanged, followed by a launch that calls the reference (eager, or
+through torch.compile) and copies its results into the output tensors: the same call, the same inputs and
+the same checks as the kernel it is compared with.
+
+The harness watches host torch calls with a TorchFunctionMode on both sides of a timed call. The PyTorch
+sides are exempt from that policy, and the mode would otherwise cost eager a Python hook per op and break
+torch.compile's graph at every op (measured: 3 graph breaks for a 4-op function, against none without
+it), so the launch steps outside the mode stack for the call and restores it after.
+"""
+
+from __future__ import annotations
+
+from kernel_tui.core.suite.models import SIDE_LABELS, Side
+from kernel_tui.core.task import Task
+
+_COMPILE = '''
+import os as _kt_os
+
+# one compile thread (no worker pool: the sandbox allows no new processes on the CPU), and a cache inside
+# the worker's own folder, the one place it may write
+_kt_os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+_kt_os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _kt_os.path.join(_kt_os.getcwd(), "inductor-cache"))
+import torch._inductor.config as _kt_inductor_config
+
+_kt_inductor_config.compile_threads = 1
+_kt_reference = _kt_torch.compile(_kt_reference)
+'''
+
+_LAUNCH = '''
+
+def _kt_launch(*args):
+    modes = [_kt_torch._C._pop_torch_function_stack() for _ in range(_kt_torch._C._len_torch_function_stack())]
+    try:
+        results = _kt_reference(*args)
+    except Exception as exc:  # one line that names the cause (the worker reports a message's last line)
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise RuntimeError(f"{{_kt_side}} failed: {{type(exc).__name__}}: {{lines[0] if lines else ''}}") from None
+    finally:
+        for mode in reversed(modes):
+            _kt_torch._C._push_on_torch_function_stack(mode)
+    if not isinstance(results, (tuple, list)):
+        results = (results,)
+    for position, result in zip({positions}, results):
+        args[position].copy_(result)
+
+
+{entrypoint} = _kt_launch
+'''
+
+
+def pytorch_source(task: Task, side: Side) -> str:
+    """The launch source of the eager or torch.compile side for `task`."""
+    spec = task.spec
+    positions = [spec.launch_arguments.index(name) for name in spec.output_order()]
+    parts = [
+        task.reference_source.rstrip("\n"),
+        "",
+        "",
+        f"# --- kernel-tui suite: the reference above as a launch ({side}) ---",
+        "import torch as _kt_torch",
+        "",
+        f"_kt_reference = {spec.reference.entrypoint}",
+        f"_kt_side = {SIDE_LABELS[side]!r}",
+    ]
+    if side == "compile":
+        parts.append(_COMPILE)
+    parts.append(_LAUNCH.format(positions=positions, entrypoint=spec.entrypoint))
+    return "\n".join(parts)

@@ -1,0 +1,329 @@
+"""`kernel-tui suite`: tasks run through the Session loop, resumed after a stop, scored against PyTorch.
+
+The end-to-end tests run a two-task suite on the CPU with replayed candidates (one correct, one wrong),
+stopped part way through the first task and resumed; the scoring is checked against counts made by hand
+from the recorded speedups, and against synthetic results where every number is known.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernel_tui.core import events as ev
+from kernel_tui.core.compare import Comparison, RunSummary
+from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
+from kernel_tui.core.evaluator.models import Status
+from kernel_tui.core.suite import report as suite_report
+from kernel_tui.core.suite.command import add_parser
+from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
+from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options
+from kernel_tui.core.suite.score import fast_p, log_t_interval, measured, side_score, summarize
+from kernel_tui.core.suite.sources import pytorch_source
+from kernel_tui.core.task import load_task
+from kernel_tui.core.workspace import Workspace
+from tests.conftest import FIXTURES
+
+CANDIDATES = Path(__file__).parent / "candidates" / "vector_add"
+GOOD, BAD = "add", "add_wrong"
+
+
+EAGER_ADD = "import torch\n\n\ndef launch(x, y, output, n_elements):\n    torch.add(x, y, out=output)\n"
+
+
+def small_task(src: Path, dest: Path, name: str, *, pytorch: bool = False) -> None:
+    """A copy of a fixture with one interpreter shape and one seed: every worker stays short. `pytorch`:
+    it starts from PyTorch eager, so a run that accepts nothing has no Triton kernel to score."""
+    shutil.copytree(src, dest)
+    spec = json.loads((dest / "task.json").read_text())
+    spec["name"] = name
+    if pytorch:
+        spec["baseline"] = {"filename": "baseline.py", "language": "pytorch"}
+        (dest / "baseline.py").write_text(EAGER_ADD)
+    spec["correctness"]["seeds"] = [17]
+    spec["correctness"]["shapes"] = [s for s in spec["correctness"]["shapes"] if s["name"] == "small"]
+    (dest / "task.json").write_text(json.dumps(spec, indent=1))
+
+
+def make_suite(root: Path) -> tuple[Path, Path]:
+    tasks, cands = root / "tasks", root / "candidates"
+    for name, candidate in ((GOOD, "01_block_1024.py"), (BAD, "04_off_by_one.py")):
+        small_task(FIXTURES / "vector_add", tasks / name, name, pytorch=name == BAD)
+        (cands / name).mkdir(parents=True)
+        shutil.copy(CANDIDATES / candidate, cands / name / candidate)
+    (tasks / "notes").mkdir()  # a folder without task.json is not a task
+    return tasks, cands
+
+
+def options(root: Path, tasks: Path, cands: Path, **kw) -> SuiteOptions:
+    base: dict = dict(tasks_dir=tasks, out=root / "out", proposer="replay", max_steps=1, device="cpu", runs=2,
+                      candidates=cands)
+    return SuiteOptions(**{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """The suite stopped at the first task's first proposal (its round committed, not judged), resumed to
+    the end, then run a third time. Returns what each stage left."""
+    root = tmp_path_factory.mktemp("suite")
+    tasks, cands = make_suite(root)
+    opts = options(root, tasks, cands)
+    cancel = threading.Event()
+
+    def stop_at_first_proposal(task: str, e: ev.Event) -> None:
+        if isinstance(e, ev.ProposalEvent):
+            cancel.set()
+
+    stopped = SuiteRunner(opts, cancel=cancel, on_event=stop_at_first_proposal).run()
+    ws_path = opts.out / "workspaces" / GOOD
+    ws = Workspace.open(ws_path)
+    pending = [(r, c.hexsha) for r, c in ws.pending()]
+    after_stop = {"result": stopped, "pending": pending, "results": sorted(p.name for p in (opts.out / "results").glob("*.json"))
+                  if (opts.out / "results").exists() else [], "suite_json": (opts.out / "suite.json").exists()}
+
+    lines: list[str] = []
+    suite = SuiteRunner(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}")).run()
+    recorded = {p.name: p.read_text() for p in (opts.out / "results").glob("*.json")}
+    trajectories = {t: (opts.out / "workspaces" / t / "trajectory.jsonl").read_text() for t in (GOOD, BAD)}
+
+    again_lines: list[str] = []
+    again = SuiteRunner(opts, on_event=lambda task, e: again_lines.append(f"{task}: {e.text}")).run()
+    return dict(opts=opts, after_stop=after_stop, suite=suite, lines=lines, recorded=recorded,
+                trajectories=trajectories, again=again, again_lines=again_lines)
+
+
+def test_a_stopped_suite_keeps_the_committed_round_and_writes_no_scores(ran):
+    stop = ran["after_stop"]
+    assert stop["result"] is None
+    assert [r for r, _ in stop["pending"]] == [1]  # committed before the stop, judged on resume
+    assert stop["results"] == [] and not stop["suite_json"]
+
+
+def test_the_resumed_suite_judges_the_pending_round_instead_of_proposing_again(ran):
+    ws = Workspace.open(ran["opts"].out / "workspaces" / GOOD)
+    lines = ws.trajectory()
+    assert [ln.round for ln in lines] == [1]
+    assert lines[0].commit == ran["after_stop"]["pending"][0][1]
+    assert lines[0].accepted
+    assert any("resuming" in line for line in ran["lines"] if line.startswith(f"{GOOD}:"))
+
+
+def test_every_task_is_scored_and_failures_count_in_the_total(ran):
+    suite: SuiteResult = ran["suite"]
+    by = {t.task: t for t in suite.tasks}
+    assert list(by) == [GOOD, BAD]  # "notes" holds no task.json
+    assert by[GOOD].correct and by[GOOD].eager is not None and by[GOOD].eager.available
+    assert by[GOOD].eager.speedup is not None and by[GOOD].eager.speedup > 0
+    assert not by[BAD].correct and by[BAD].best_is_baseline and by[BAD].accepted == 0
+    assert all(t.complete for t in suite.tasks)
+    # torch.compile cannot run in the CPU sandbox: recorded as unavailable with a reason, the suite goes on
+    comp = by[GOOD].compile
+    assert comp is not None and (comp.available or comp.reason)
+    eager = suite.summary("eager")
+    assert eager.total == 2
+    # fast_p by hand from the recorded speedups, failed tasks in the denominator
+    for f in eager.fast_p:
+        by_hand = sum(1 for t in suite.tasks if t.correct and t.eager and t.eager.speedup and t.eager.speedup > f.p)
+        assert f.plain == pytest.approx(by_hand / len(suite.tasks))
+    assert eager.fast_p[0].p == 0 and eager.fast_p[0].plain == pytest.approx(0.5)
+    assert eager.geomean == pytest.approx(by[GOOD].eager.speedup)
+
+
+def test_suite_json_and_the_report_say_how_it_was_measured(ran):
+    out = ran["opts"].out
+    saved = SuiteResult.model_validate_json((out / "suite.json").read_text())
+    assert saved == ran["again"]  # the last run wrote it
+    assert saved.tasks == ran["suite"].tasks
+    text = (out / "suite-report.md").read_text()
+    assert INTERPRETER_LABEL in text and "NOT GPU TIMINGS" in text
+    assert saved.timing_labels == [INTERPRETER_LABEL]
+    assert f"torch {torch.__version__}" in text and "t-interval" in text
+    assert "| 0 | 0.50 (1) |" in text
+    assert (out / suite_report.FIGURE).read_bytes().startswith(b"\x89PNG")
+    assert (out / "workspaces" / GOOD / "report.md").exists()  # each workspace has its own run report
+
+
+def test_finished_tasks_are_not_run_again(ran):
+    again: SuiteResult = ran["again"]
+    out = ran["opts"].out
+    assert {p.name: p.read_text() for p in (out / "results").glob("*.json")} == ran["recorded"]
+    for t in (GOOD, BAD):
+        assert (out / "workspaces" / t / "trajectory.jsonl").read_text() == ran["trajectories"][t]
+    assert [t.time for t in again.tasks] == [t.time for t in ran["suite"].tasks]
+    assert not any("scoring" in line for line in ran["again_lines"])
+    o = ran["opts"]
+    assert SuiteRunner(o)._prior(GOOD) is not None
+    from dataclasses import replace
+
+    assert SuiteRunner(replace(o, max_steps=2))._prior(GOOD) is None  # a larger budget resumes the workspace
+    assert SuiteRunner(replace(o, runs=3))._prior(GOOD) is None  # and other runs score it again
+
+
+def test_a_half_made_workspace_is_moved_aside_not_deleted(tmp_path):
+    tasks, cands = make_suite(tmp_path)
+    o = options(tmp_path, tasks, cands)
+    half = o.out / "workspaces" / GOOD
+    half.mkdir(parents=True)
+    (half / "task.json").write_text("{}")  # killed while the workspace was being created
+    ws = SuiteRunner(o)._open(tasks / GOOD)
+    assert Workspace.is_workspace(ws.root) and ws.root == half
+    aside = [p for p in half.parent.iterdir() if p.name.startswith(f"{GOOD}.incomplete-")]
+    assert len(aside) == 1 and (aside[0] / "task.json").read_text() == "{}"
+
+
+def test_the_command_prints_the_scores_of_a_finished_suite(ran, capsys):
+    import argparse
+
+    from kernel_tui.core.suite.command import main
+
+    o = ran["opts"]
+    args = argparse.Namespace(tasks_dir=str(o.tasks_dir), out=str(o.out), proposer="replay", max_steps=1, device="cpu",
+                              runs=2, candidates=str(o.candidates))
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "suite done: 1 of 2 tasks correct" in printed
+    assert "vs eager: fast_1 = 0.00 (strict 0.00) of 2 tasks" in printed or "vs eager: fast_1 = 0.50" in printed
+    assert str(o.out / "suite-report.md") in printed
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+def test_bad_input_is_one_line_before_anything_is_created(tmp_path):
+    tasks, cands = make_suite(tmp_path)
+    with pytest.raises(SuiteError, match="--runs must be at least 2"):
+        check_options(options(tmp_path, tasks, cands, runs=1))
+    with pytest.raises(SuiteError, match="needs --candidates"):
+        check_options(options(tmp_path, tasks, cands, candidates=None))
+    shutil.rmtree(cands / BAD)
+    with pytest.raises(SuiteError, match=f"no candidate folder for task\\(s\\) {BAD}"):
+        check_options(options(tmp_path, tasks, cands))
+    with pytest.raises(SuiteError, match="holds no task directories"):
+        check_options(options(tmp_path, cands, cands))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line(tmp_path):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["suite", "T", "--proposer", "replay", "--max-steps", "3", "--runs", "4", "--device", "cpu"])
+    assert (args.tasks_dir, args.max_steps, args.runs, args.device, args.out) == ("T", 3, 4, "cpu", None)
+    assert args.evaluates
+    with pytest.raises(SystemExit):
+        parser.parse_args(["suite", "T", "--max-steps", "3"])  # --proposer is required
+
+
+# --- the PyTorch sides ------------------------------------------------------------------------------
+
+
+def test_the_eager_source_copies_the_reference_into_the_outputs():
+    task = load_task(FIXTURES / "vector_add")
+    namespace: dict = {"__name__": "kt_eager"}
+    exec(compile(pytorch_source(task, "eager"), "eager.py", "exec"), namespace)
+    x, y = torch.randn(5, 7, dtype=torch.float16), torch.randn(5, 7, dtype=torch.float16)
+    out = torch.full_like(x, float("nan"))
+    namespace["launch"](x, y, out, x.numel())
+    assert torch.equal(out, (x.float() + y.float()).to(torch.float16))
+    compiled = pytorch_source(task, "compile")
+    assert "torch.compile(_kt_reference)" in compiled and "TORCHINDUCTOR_COMPILE_THREADS" in compiled
+    compile(compiled, "compile.py", "exec")
+
+
+def test_the_source_writes_outputs_in_the_reference_order():
+    task = load_task(FIXTURES / "vector_add")
+    source = pytorch_source(task, "eager")
+    assert "zip([2], results)" in source  # output is the third launch argument
+
+
+# --- scoring, with every number known ----------------------------------------------------------------
+
+
+def comparison(inc: list[float], cand: list[float], status: Status = Status.ok) -> Comparison:
+    runs = [RunSummary(run=i, incumbent_median=a, candidate_median=b, median_paired_improvement=0.0, method="graph")
+            for i, (a, b) in enumerate(zip(inc, cand))]
+    speedup = (sorted(inc)[len(inc) // 2] / sorted(cand)[len(cand) // 2]) if status is Status.ok else None
+    return Comparison(status=status, reason="r", device="cuda", runs=runs, speedup=speedup,
+                      timing_label="GPU kernel time on X: CUDA graph replay over 4 rotating input sets")
+
+
+def score(speedup: float, low: float | None, side="eager") -> SideScore:
+    return SideScore(side=side, available=True, speedup=speedup, ci_low=low, ci_high=speedup * 1.1)
+
+
+def result(task: str, eager: SideScore | None, comp: SideScore | None = None, solved: bool = True) -> TaskResult:
+    return TaskResult(task=task, status="solved" if solved else "failed", complete=True, device="cuda", runs=5,
+                      max_steps=3, proposer="search", eager=eager, compile=comp)
+
+
+def test_interval_on_log_ratios():
+    assert log_t_interval([3.0]) is None
+    assert log_t_interval([2.0, 2.0]) == pytest.approx((2.0, 2.0))
+    low, high = log_t_interval([1.0, 4.0])
+    assert low * high == pytest.approx(4.0) and low < 1.0 and high > 4.0  # symmetric around log 2, t(1 df) wide
+    from scipy import stats
+
+    logs = [math.log(r) for r in (1.1, 1.3, 1.2, 1.25)]
+    sem = stats.sem(logs)
+    want = stats.t.interval(0.95, 3, loc=sum(logs) / 4, scale=sem)
+    assert log_t_interval([1.1, 1.3, 1.2, 1.25]) == pytest.approx(tuple(math.exp(v) for v in want))
+
+
+def test_side_score_from_a_comparison():
+    s = side_score("eager", comparison([2.0, 2.2, 2.1], [1.0, 1.0, 1.0]))
+    assert s.available and s.speedup == pytest.approx(2.1)
+    assert s.run_ratios == pytest.approx([2.0, 2.2, 2.1])
+    assert s.ci_low is not None and s.ci_low < 2.1 < s.ci_high
+    failed = side_score("compile", comparison([1.0], [1.0], Status.runtime_error))
+    assert not failed.available and failed.reason.startswith("runtime_error")
+
+
+def test_fast_p_counts_failed_tasks_and_strict_needs_the_lower_bound():
+    results = [
+        result("a", score(1.2, 1.1)),
+        result("b", score(0.9, 0.7)),
+        result("c", None, solved=False),
+        result("d", score(15.0, 12.0)),
+    ]
+    s = summarize(results, "eager")
+    got = {f.p: (f.plain_count, f.strict_count) for f in s.fast_p}
+    assert got == {0.0: (3, 3), 0.5: (3, 3), 0.8: (3, 2), 1.0: (2, 2), 1.5: (1, 1), 2.0: (1, 1)}
+    assert s.total == 4 and s.fast_p[3].plain == 0.5
+    assert s.geomean == pytest.approx((1.2 * 0.9 * 15.0) ** (1 / 3)) and s.geomean_over == 3
+    assert s.flagged == ["d"]
+    assert [f.p for f in s.fast_p] == list(THRESHOLDS)
+
+
+def test_an_unmeasured_compile_side_leaves_the_denominator():
+    unavailable = SideScore(side="compile", available=False, reason="no compiler")
+    results = [result("a", score(2.0, 1.5), score(1.2, 1.1, "compile")), result("b", score(3.0, 2.5), unavailable),
+               result("c", None, solved=False)]
+    s = summarize(results, "compile")
+    assert s.total == 2 and s.unmeasured == ["b"] and s.available
+    assert s.fast_p[3].plain_count == 1 and s.fast_p[3].plain == 0.5
+    none = summarize([result("b", score(3.0, 2.5), unavailable)], "compile")
+    assert not none.available
+    values, _ = measured(results, "compile")
+    assert fast_p(values, 1.0).plain == 0.5
+
+
+def test_report_flags_large_speedups_and_has_no_cpu_banner_on_a_gpu(tmp_path):
+    results = [result("a", score(1.2, 1.1), score(0.8, 0.7, "compile")), result("d", score(15.0, 12.0), score(11.0, 10.5, "compile")),
+               result("c", None, solved=False).model_copy(update={"reason": "preflight failed: x"})]
+    suite = SuiteResult(tasks_dir="t", out=str(tmp_path), device="cuda", proposer="search", max_steps=3, runs=5,
+                        tasks=results, summaries=[summarize(results, "eager"), summarize(results, "compile")],
+                        timing_labels=["GPU kernel time on H200: L2 flushed (512 MiB) before each call"])
+    written = suite_report.write_suite_report(suite, tmp_path)
+    text = written[0].read_text()
+    assert "NOT GPU TIMINGS" not in text
+    assert "S above 10x" in text and "**d**" in text and "⚑" in text
+    assert "preflight failed: x" in text and "L2 flushed" in text
+    assert "| 1 | 0.67 (2) | 0.67 (2) | 0.33 (1) | 0.33 (1) |" in text
+    assert written[1].read_bytes().startswith(b"\x89PNG")
