@@ -1,0 +1,41 @@
+"""The screen opens a task imported from KernelBench's format like any other and runs a round on it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernel_tui.core.kernelbench import import_problem
+from kernel_tui.tui.app import create_app
+from kernel_tui.tui.widgets.run import TrajectoryTable
+from tests.conftest import ROOT
+from tests.test_tui import SIZE, pane, waiting_for_decision
+from tests.test_tui_support import ADA, RecordingReplay, run, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def test_an_imported_task_opens_and_a_round_is_judged(tmp_path):
+    task = tmp_path / "linear_scale"
+    import_problem(ROOT / "tests" / "data" / "kernelbench" / "linear_scale.py", task)
+    spec = json.loads((task / "task.json").read_text())
+    assert spec["baseline"]["language"] == "pytorch"
+    replay = RecordingReplay(ROOT / "tests" / "candidates" / "kb_linear_scale")
+    app = create_app(task, device="cpu", person=ADA, proposer=replay, max_steps=1, workspace=tmp_path / "ws")
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await waiting_for_decision(pilot, 1)  # the preflight ran: the eager baseline, exempt from the policy
+            assert "@triton.jit" in pane(app).pending.source
+            await pilot.press("a")
+            table = app.main_screen.query_one(TrajectoryTable)
+            await wait_until(pilot, lambda: table.row_count == 1, 300, "the verdict row")
+            await pilot.press("q")
+
+    run(scenario())
+    line = json.loads((tmp_path / "ws" / "trajectory.jsonl").read_text().splitlines()[0])
+    assert line["status"] == "ok", line["reason"]  # correct against the imported reference, and timed
+    assert replay.feedbacks and replay.feedbacks[0].status == "ok"
+    preflight = json.loads((tmp_path / "ws" / "preflight.json").read_text())
+    assert preflight["status"] == "ok"
