@@ -88,7 +88,9 @@ def _message(change: str, trailers: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fsync_write(path: Path, text: str) -> None:
+def write_durably(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a crash leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -220,7 +222,7 @@ class Workspace:
             torn = path.with_name(f"trajectory.jsonl.torn-{datetime.now():%Y%m%d-%H%M%S}")
             torn.write_bytes(lines[-1])
             lines.pop()
-            _fsync_write(path, b"\n".join(lines).decode("utf-8") + ("\n" if lines else ""))
+            write_durably(path, b"\n".join(lines).decode("utf-8") + ("\n" if lines else ""))
         out = []
         for number, line in enumerate(lines, start=1):
             try:
@@ -318,7 +320,7 @@ class Workspace:
 
     def sync_best_file(self) -> None:
         """best.py and the tracked files in the directory follow `best`."""
-        _fsync_write(self.root / "best.py", self.best_source)
+        write_durably(self.root / "best.py", self.best_source)
         try:
             self.repo.head.reset(index=True, working_tree=True)
         except git.GitCommandError:
@@ -332,7 +334,7 @@ class Workspace:
     def write_json(self, name: str, data: BaseModel | dict, directory: Path | None = None) -> Path:
         path = (directory or self.root) / name
         text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2)
-        _fsync_write(path, text + "\n")
+        write_durably(path, text + "\n")
         return path
 
     def read_json(self, name: str) -> dict | None:

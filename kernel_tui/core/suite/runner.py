@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fcntl
 import io
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.events import Event, LogEvent
 from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
+from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
     from kernel_tui.core.workspace import Workspace
@@ -99,16 +99,6 @@ class _OutLock:
         self.file.close()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 class SuiteRunner:
     def __init__(self, options: SuiteOptions, *, cancel: threading.Event | None = None,
                  on_event: OnEvent | None = None) -> None:
@@ -143,7 +133,7 @@ class SuiteRunner:
                 what = "solved" if result.correct else f"failed: {result.reason}"
                 self._say(task_dir.name, f"task {task_dir.name}: {what}")
             suite = self._suite(results)
-            write_atomic(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
+            write_durably(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
             from kernel_tui.core.suite.report import write_suite_report
 
             write_suite_report(suite, self.options.out)
@@ -186,7 +176,7 @@ class SuiteRunner:
         return None if result is None else self._record(result)
 
     def _record(self, result: TaskResult) -> TaskResult:
-        write_atomic(self.results_path(result.task), result.model_dump_json(indent=2) + "\n")
+        write_durably(self.results_path(result.task), result.model_dump_json(indent=2) + "\n")
         return result
 
     def _prior(self, key: str) -> TaskResult | None:
