@@ -8,8 +8,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernel_tui.core.errors import KernelTuiError
-from kernel_tui.core.opening import check_proposer, check_target, make_proposer, open_or_create
+from kernel_tui.core.opening import check_proposer, check_target, open_or_create, run_headless
 from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.format import duration
 
@@ -47,9 +46,6 @@ class _Printer:
 
 
 def run(args) -> int:
-    from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.session import Session
-
     target = Path(args.target)
     ws = open_or_create(target, Path(args.workspace) if args.workspace else None)
     ws.lock()
@@ -60,20 +56,13 @@ def run(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        try:
-            evaluator = Evaluator(ws.task, device=args.device, workdir=ws.root / ".work", cancel=cancel)
-        except ValueError as exc:
-            raise KernelTuiError(str(exc)) from None
-        proposer = make_proposer(args.proposer, Path(args.candidates) if args.candidates else None, ws, evaluator)
-        print(f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {proposer.info.name}")
-        session = Session(ws, evaluator, proposer, max_steps=args.max_steps, cancel=cancel, on_event=_Printer())
-        summary = session.run()
+        summary, written = run_headless(
+            ws, device=args.device, proposer=args.proposer, max_steps=args.max_steps, cancel=cancel,
+            candidates=Path(args.candidates) if args.candidates else None, on_event=_Printer(), on_start=print,
+        )
         if summary is None:
             print(f"stopped; resume with: kernel-tui run {ws.root} --headless")
             return 1
-        from kernel_tui.core.report import write_report
-
-        written = write_report(ws.root)
         print(f"report: {', '.join(str(p.relative_to(ws.root)) for p in written)}")
         s = summary
         print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} ({f'round {s.best_round}' if s.best_round is not None else 'the baseline'}); "

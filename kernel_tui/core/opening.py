@@ -6,6 +6,8 @@ created, so bad input is one line and leaves no half-made workspace behind.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +15,9 @@ from kernel_tui.core.errors import KernelTuiError
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this before the screen opens
     from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.events import Event
     from kernel_tui.core.proposers.base import Proposer
+    from kernel_tui.core.records import RunSummary
     from kernel_tui.core.workspace import Workspace
 
 
@@ -97,3 +101,26 @@ def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, eval
     from kernel_tui.core.proposers.factory import build
 
     return build(kind, ws, evaluator)
+
+
+def run_headless(ws: Workspace, *, device: str, proposer: str | None, candidates: Path | None,
+                 max_steps: int | None, cancel: threading.Event, on_event: Callable[[Event], None],
+                 on_start: Callable[[str], None]) -> tuple[RunSummary | None, list[Path]]:
+    """The unattended run of a locked workspace: an evaluator, its proposer, the Session loop to its end
+    (or to `cancel`), then the report. Returns the summary (None when stopped or the preflight failed)
+    and the report's files. `kernel-tui run --headless` and each task of a suite run this."""
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.report import write_report
+    from kernel_tui.core.session import Session
+
+    try:
+        evaluator = Evaluator(ws.task, device=device, workdir=ws.root / ".work", cancel=cancel)
+    except ValueError as exc:
+        raise KernelTuiError(str(exc)) from None
+    try:
+        made = make_proposer(proposer, candidates, ws, evaluator)
+        on_start(f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {made.info.name}")
+        summary = Session(ws, evaluator, made, max_steps=max_steps, cancel=cancel, on_event=on_event).run()
+        return summary, (write_report(ws.root) if summary is not None else [])
+    finally:
+        evaluator.close()

@@ -232,39 +232,27 @@ class SuiteRunner:
 
     def _session(self, ws: Workspace, key: str) -> str:
         """Drive the Session loop: "" when it finished, "stopped" when cancelled, else why it failed."""
-        from kernel_tui.core.evaluator import Evaluator
-        from kernel_tui.core.opening import make_proposer
+        from kernel_tui.core.opening import run_headless
         from kernel_tui.core.records import Preflight
-        from kernel_tui.core.report import write_report
-        from kernel_tui.core.session import Session
 
         o = self.options
         ws.lock()
-        evaluator = None
         try:
-            try:
-                evaluator = Evaluator(ws.task, device=o.device, workdir=ws.root / ".work", cancel=self.cancel)
-            except ValueError as exc:
-                raise SuiteError(str(exc)) from None
-            proposer = make_proposer(o.proposer, o.candidates_for(key), ws, evaluator)
-            self._say(key, f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {proposer.info.name}")
-            session = Session(ws, evaluator, proposer, max_steps=o.max_steps, cancel=self.cancel,
-                              on_event=lambda e: self.on_event(key, e))
-            summary = session.run()
+            summary, _ = run_headless(
+                ws, device=o.device, proposer=o.proposer, candidates=o.candidates_for(key), max_steps=o.max_steps,
+                cancel=self.cancel, on_event=lambda e: self.on_event(key, e), on_start=lambda text: self._say(key, text),
+            )
             if summary is None:
                 if self.cancel.is_set():
                     return "stopped"
                 pre = Preflight.model_validate(ws.read_json("preflight.json") or {})
                 return one_line(f"preflight failed: reference {pre.reference}; baseline {pre.baseline}")
-            write_report(ws.root)
             return ""
         except KernelTuiError as exc:
             return one_line(str(exc))
         except ValidationError:
             return "preflight failed and left no readable preflight.json"
         finally:
-            if evaluator is not None:
-                evaluator.close()
             ws.unlock()
 
     def _base(self, key: str, ws: Workspace | None = None) -> dict:
