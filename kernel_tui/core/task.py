@@ -186,19 +186,20 @@ class GeneratorSpec(_Model):
     entrypoint: str = "make_inputs"
 
 
+def positive_dims(v: dict[str, int]) -> dict[str, int]:
+    bad = [k for k, n in v.items() if n <= 0]
+    if bad:
+        raise ValueError(f"dimensions must be positive: {bad}")
+    return v
+
+
 class ShapeCase(_Model):
     name: str
     dims: dict[str, int]
     # Small enough for Triton's CPU interpreter.
     interpreter: bool = False
 
-    @field_validator("dims")
-    @classmethod
-    def _positive(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = [k for k, n in v.items() if n <= 0]
-        if bad:
-            raise ValueError(f"dimensions must be positive: {bad}")
-        return v
+    _positive = field_validator("dims")(lambda cls, v: positive_dims(v))
 
 
 class CorrectnessSpec(_Model):
@@ -299,13 +300,7 @@ class TaskSpec(_Model):
     cost_model: CostModel = Field(default_factory=CostModel)
     origin: Origin | None = None
 
-    @field_validator("shape")
-    @classmethod
-    def _positive_dims(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = [k for k, n in v.items() if n <= 0]
-        if bad:
-            raise ValueError(f"dimensions must be positive: {bad}")
-        return v
+    _positive = field_validator("shape")(lambda cls, v: positive_dims(v))
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:
