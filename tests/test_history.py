@@ -34,7 +34,7 @@ def fake_compare(monkeypatch):
     """The final re-test, replaced by a fixed comparison; records which best it was asked to measure."""
     measured: list[str] = []
 
-    def compare(evaluator, incumbent, candidate, runs=5):
+    def compare(evaluator, incumbent, candidate, runs=5, **kw):
         measured.append(candidate)
         return Comparison(status="ok", reason="S = 1.200x", device="cpu", speedup=1.2, median_paired_improvement=0.15)
 

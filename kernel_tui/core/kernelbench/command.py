@@ -16,7 +16,8 @@ from kernel_tui.core.errors import KernelTuiError, TaskError
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """`import` with its one source so far, `kernelbench`."""
     p = subparsers.add_parser("import", help="make task directories from problems in another format")
-    formats = p.add_subparsers(dest="format", required=True, parser_class=type(p), prog="kernel-tui import")
+    formats = p.add_subparsers(dest="format", required=True, parser_class=type(p), prog="kernel-tui import",
+                               help="the format of the problems (kernelbench)")
     k = formats.add_parser("kernelbench", help="KernelBench problems (Model, get_inputs, get_init_inputs)")
     k.add_argument("problem", help="a problem .py file, or a directory: every *.py in it")
     k.add_argument("--out", help="the task directory (a directory of problems: the parent of one task directory "
