@@ -374,3 +374,37 @@ def test_the_generator_runs_in_the_worker_and_its_faults_are_the_tasks(tmp_path:
     big = {**SYMMETRIC_TASK, "correctness": {"shapes": []}}
     code, text = check_task(write_task(tmp_path / "big", big, symmetric))
     assert code != 0 and "too many for the CPU interpreter" in text and "Traceback" not in text
+
+
+def test_atol_scale_keeps_zeros_from_passing_at_every_size():
+    """A softmax over many columns: its values shrink with the width, so a fixed atol that is fine at a
+    small width lets zeros pass at a large one; atolScale caps atol by the answer's own size each time."""
+    def softmax_task(**out) -> TaskSpec:
+        return spec_of(shape={"n": 4, "m": 200_000}, correctness={"atol": 1e-3, "rtol": 1e-4},
+                       tensors=[{"name": "x", "kind": "input", "dtype": "float32", "shape": ["n", "m"]},
+                                {"name": "out", "kind": "output", "dtype": "float32", "shape": ["n", "m"], **out}])
+
+    ref = lambda x, out: torch.softmax(x, dim=1)  # noqa: E731
+    fixed = ArgumentSet.build(softmax_task(), {"n": 4, "m": 200_000}, "cpu", 1)
+    fixed.compute_expected(ref)
+    assert "lets an all-zeros result pass" in fixed.loose_tolerances()[0]
+    scaled = ArgumentSet.build(softmax_task(atolScale=0.01), {"n": 4, "m": 200_000}, "cpu", 1)
+    scaled.compute_expected(ref)
+    assert scaled.loose_tolerances() == []
+    atol, _ = scaled.tolerances["out"]
+    assert atol < 1e-6  # 0.01 × the 90th percentile of values near 1/200,000
+    scaled.prepare_call()
+    x, out = scaled.args()
+    out.copy_(torch.softmax(x, dim=1) * 1.00001)  # within rtol
+    scaled.check("right")
+    scaled.prepare_call()
+    out.zero_()
+    with pytest.raises(CandidateFault):
+        scaled.check("zeros")
+    # at a small width the fixed atol stands: the cap only ever lowers it
+    small = ArgumentSet.build(softmax_task(atolScale=0.5), {"n": 4, "m": 8}, "cpu", 1)
+    small.compute_expected(ref)
+    assert small.tolerances["out"][0] == 1e-3
+    with pytest.raises(ValueError, match="atolScale belong to outputs"):
+        spec_of(tensors=[{"name": "x", "kind": "input", "dtype": "float32", "shape": ["n"], "atolScale": 0.1},
+                         {"name": "out", "kind": "output", "dtype": "float32", "shape": ["n"]}])

@@ -114,6 +114,9 @@ class TensorSpec(_Model):
     # outputs only: this output's tolerance instead of the task's
     atol: float | None = Field(None, ge=0)
     rtol: float | None = Field(None, ge=0)
+    # outputs only: at each shape and seed, atol is at most this share of the 90th percentile of
+    # |expected|, so that a tolerance fit for one size cannot let an all-zeros output pass at another
+    atol_scale: float | None = Field(None, gt=0, lt=1)
 
     @model_validator(mode="after")
     def _kind_fields(self) -> TensorSpec:
@@ -131,8 +134,8 @@ class TensorSpec(_Model):
             problems.append(f"{self.kind} {self.name!r}: only scalars take a value (tensors take an input distribution)")
         if self.kind == "output" and self.input is not None:
             problems.append(f"output {self.name!r} takes no input distribution")
-        if self.kind != "output" and (self.atol is not None or self.rtol is not None):
-            problems.append(f"{self.kind} {self.name!r}: atol and rtol belong to outputs")
+        if self.kind != "output" and (self.atol is not None or self.rtol is not None or self.atol_scale is not None):
+            problems.append(f"{self.kind} {self.name!r}: atol, rtol and atolScale belong to outputs")
         if self.input is not None:
             allowed = _ALLOWED_DISTRIBUTIONS[dtype_family(self.dtype)]
             if self.input.distribution not in allowed:

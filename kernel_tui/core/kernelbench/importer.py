@@ -51,6 +51,7 @@ class Entry:
     value: Expr | float | None = None
     distribution: dict[str, Any] | None = None
     atol: float | None = None
+    atol_scale: float | None = None
 
 
 @dataclass(frozen=True)
@@ -385,6 +386,7 @@ def import_problem(path: Path, out: Path | None = None, *, precision: str = "fp3
         e = Entry(out_names[i], "output", x["dtype"], shape)
         q = min(r["outputs"][i].get("q90", 0.0) for _, r in chosen)
         if x["dtype"].startswith(("float", "bfloat")):
+            e.atol_scale = ZERO_SHARE  # the same cap at every shape, the real sizes included
             if q > 0 and ZERO_SHARE * q < tol:
                 e.atol = float(f"{ZERO_SHARE * q:.2g}")
             elif q == 0:
@@ -453,6 +455,8 @@ def _tensor_json(e: Entry, precision: str) -> dict[str, Any]:
         d["input"] = e.distribution
     if e.atol is not None:
         d["atol"] = e.atol
+    if e.atol_scale is not None:
+        d["atolScale"] = e.atol_scale
     return d
 
 
