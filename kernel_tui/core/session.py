@@ -289,10 +289,8 @@ class Session:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
         warnings: list[str] = []
         self._log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
-        task = self.ws.task
-        still_pytorch = task.baseline_is_pytorch and self.ws.best_source == task.baseline_source
-        comparison: Comparison = compare(self.evaluator, task.baseline_source, self.ws.best_source, runs=self.retest_runs,
-                                         trusted=still_pytorch)
+        comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source,
+                                         runs=self.retest_runs, trusted=self.ws.best_is_pytorch_start)
         if comparison.status is Status.cancelled or self.cancel.is_set():
             return None  # stopped mid re-test: keep whatever records an earlier finalize left
         self.ws.write_json("final-comparison.json", comparison)

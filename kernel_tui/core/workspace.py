@@ -197,6 +197,11 @@ class Workspace:
     def best_source(self) -> str:
         return self.source_at(self.best)
 
+    @property
+    def best_is_pytorch_start(self) -> bool:
+        """No Triton version accepted yet: the best is still the task's PyTorch starting point."""
+        return self.task.baseline_is_pytorch and self.best_source == self.task.baseline_source
+
     def candidate_refs(self) -> dict[int, git.Commit]:
         out = {}
         for ref in self.repo.references:

@@ -95,6 +95,24 @@ def gate_policy_for(task: Task, device: str = "cuda") -> gate.GatePolicy:
     return gate.GatePolicy(**settings)
 
 
+def policy_rejection(task: Task, source: str, device: Literal["cpu", "cuda"]) -> EvalResult | None:
+    """None when `source` passes the task's static policy, else the rejection as a result."""
+    spec = task.spec
+    report = check_source(
+        source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
+        tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"],
+        max_source_chars=spec.optimization.max_source_chars,
+    )
+    if report.syntax_error:
+        return EvalResult(status=Status.compile_error, reason=f"syntax error {report.syntax_error}", device=device)
+    if not report.ok:
+        return EvalResult(
+            status=Status.policy_violation, reason=report.summary(), device=device,
+            policy_rule=report.violations[0].rule,
+        )
+    return None
+
+
 def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
     if block is None:
         return ""
@@ -212,23 +230,8 @@ class Evaluator:
         )
 
     def check_policy(self, source: str) -> EvalResult | None:
-        """None when the source passes the static policy, else the rejection."""
-        if not self.enforce_policy:
-            return None
-        spec = self.task.spec
-        report = check_source(
-            source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
-            tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"],
-            max_source_chars=spec.optimization.max_source_chars,
-        )
-        if report.syntax_error:
-            return EvalResult(status=Status.compile_error, reason=f"syntax error {report.syntax_error}", device=self.device)
-        if not report.ok:
-            return EvalResult(
-                status=Status.policy_violation, reason=report.summary(), device=self.device,
-                policy_rule=report.violations[0].rule,
-            )
-        return None
+        """None when the source passes the static policy (or the policy is off), else the rejection."""
+        return policy_rejection(self.task, source, self.device) if self.enforce_policy else None
 
     # --- public ---------------------------------------------------------------------------------
     def timing_run(
@@ -299,7 +302,10 @@ class Evaluator:
         def finish(status: Status, reason: str) -> EvalResult:
             seconds["wall"] = time.monotonic() - started
             env = first.environment if first else None
-            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, weights)
+            figures = shape_figures(blocks + confirmation + more, weights) if len(weights) > 1 else []
+            if figures and status is Status.ok:  # the verdict is on the weighted mean: each shape's own beside it
+                reason = f"{reason} · per shape: {format_shapes(figures)}"
+            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, figures)
 
         def decided(v: gate.Verdict) -> gate.Verdict:
             if len(weights) == 1:
@@ -329,15 +335,12 @@ class Evaluator:
                 confirmation.append(res.timing)
             verdict = decided(gate.decide(for_gate(blocks), self.policy, confirmation=for_gate(confirmation)))
         self._emit("done", 1, 1)
-        if len(weights) > 1:  # the verdict is on the weighted mean: each shape's own figure beside it
-            figures = shape_figures(blocks + confirmation + more, weights)
-            return finish(Status.ok, f"{verdict.reason} · per shape: {format_shapes(figures)}")
         return finish(Status.ok, verdict.reason)
 
     def _result(
         self, status: Status, reason: str, first: WorkerResult | None, blocks: list[TimingBlock],
         confirmation: list[TimingBlock], verdict: gate.Verdict | None, env, seconds: dict[str, float],
-        more: list[TimingBlock], weights: dict[str, float],
+        more: list[TimingBlock], figures: list[ShapeFigure],
     ) -> EvalResult:
         all_blocks = blocks + confirmation
         cand = [t for b in all_blocks for t in b.candidate]
@@ -353,7 +356,7 @@ class Evaluator:
             incumbent_seconds=statistics.median(inc) if inc else None,
             launch_overhead_seconds=statistics.median(overheads) if overheads else None,
             environment=env, seconds=seconds, sandbox=first.sandbox if first else None,
-            more_blocks=more, shapes=shape_figures(all_blocks + more, weights) if len(weights) > 1 else [],
+            more_blocks=more, shapes=figures,
         )
 
 

@@ -272,12 +272,13 @@ class SuiteRunner:
         """The best version against PyTorch eager and torch.compile in fresh processes; None when stopped."""
         from kernel_tui.core.compare import compare
         from kernel_tui.core.evaluator import Evaluator
+        from kernel_tui.core.evaluator.evaluator import policy_rejection
         from kernel_tui.core.suite.sources import pytorch_source
 
         o = self.options
         base = self._base(key, ws)
         best = ws.best_source
-        if best == ws.task.baseline_source and ws.task.baseline_is_pytorch:
+        if ws.best_is_pytorch_start:
             # No Triton version beat eager through the gate. KernelBench counts a correct kernel whatever its
             # speed (fast_0), so the fastest correct Triton candidate is scored, and the result says so.
             fastest = min((ln for ln in ws.trajectory() if ln.status == "ok" and ln.latency),
@@ -289,11 +290,7 @@ class SuiteRunner:
             base.update(scored_round=fastest.round, best_is_baseline=True)
             self._say(key, f"no Triton version was accepted; scoring the fastest correct candidate (round {fastest.round})")
         # the kernel keeps its static policy; the PyTorch sides are exempt, so the workers enforce none
-        checker = Evaluator(ws.task, device=o.device)
-        try:
-            rejected = checker.check_policy(best)
-        finally:
-            checker.close()
+        rejected = policy_rejection(ws.task, best, o.device)
         if rejected is not None:
             return TaskResult(status="failed", reason=one_line(f"the best fails the policy: {rejected.reason}"),
                               complete=True, **base)
