@@ -118,17 +118,33 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check_task(args) -> int:
+    from kernel_tui.core.errors import TaskError
+    from kernel_tui.core.evaluator.memory import gib
+    from kernel_tui.core.hardware import memory_plans
     from kernel_tui.core.task import load_task
 
     task = load_task(Path(args.task))
     evaluator = _evaluator(args, task)
+    try:
+        plans = memory_plans(evaluator)
+    except TaskError:
+        plans = []  # no shape the CPU can run: the check below says so
+    too_big = [p for p in plans if not p.fits]
+    if too_big:  # refused before any worker runs out of memory on it
+        if args.json:
+            print(json.dumps({"task": task.name, "status": "evaluator_fault", "reason": too_big[0].refusal(),
+                              "device": evaluator.device, "memory": [p.model_dump() for p in plans]}))
+        else:
+            print(f"memory    REFUSED: {too_big[0].refusal()}")
+        return EXIT_FAILED
     result = evaluator.check(task.baseline_source, trusted=task.baseline_is_pytorch)
     ok = result.status.value == "ok"
     if args.json:
         print(json.dumps({
             "task": task.name, "status": result.status.value, "reason": result.reason,
             "device": result.device, "cases": [c.model_dump() for c in result.cases],
-            "warnings": task.spec.coverage_warnings(),
+            "warnings": task.spec.coverage_warnings(), "memory": [p.model_dump() for p in plans],
+            "peak_memory_bytes": result.peak_memory_bytes,
         }))
         return EXIT_OK if ok else EXIT_FAILED
     spec = task.spec
@@ -143,6 +159,13 @@ def cmd_check_task(args) -> int:
         shapes = ", ".join(f"{c.name} {tuple(c.dims.values())}" for c in spec.correctness_shapes(result.device))
         print(f"reference ok on {result.device}: {shapes}")
         print(f"baseline  {'ok' if ok else 'FAILED'}: {result.reason}")
+        if result.peak_memory_bytes is not None:
+            print(f"peak      {gib(result.peak_memory_bytes)} of device memory during the check")
+    timed = {case.name for case, _ in spec.benchmark_shapes(evaluator.device)}
+    for p in plans:
+        if p.shape in timed:
+            cold = "; one set is enough: a call's tensors are many times the L2" if p.cold_anyway else ""
+            print(f"memory    {p.summary()}{cold}; timing method {spec.benchmark.timing}")
     return EXIT_OK if ok else EXIT_FAILED
 
 

@@ -46,3 +46,12 @@ def shape_figures(figures: list, missing: str = NA) -> str:
     if not figures:
         return missing
     return ", ".join(f"{f.shape} {percent(f.improvement)} (×{f.weight:g})" for f in figures)
+
+
+def memory_bytes(n: int | float | None, missing: str = NA) -> str:
+    """Memory: "36.00 GiB", "0.50 GiB"; "5.0 MiB" below GiB / 100; "96.0 KiB" below MiB / 10."""
+    if n is None:
+        return missing
+    if n >= 2**30 / 100:
+        return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 / 10 else f"{n / 2**10:.1f} KiB"

@@ -68,6 +68,21 @@ def test_check_task_validates_spec_reference_and_baseline():
     assert "reference ok on cpu" in out.stdout and "baseline  ok" in out.stdout
 
 
+def test_check_task_prints_the_memory_plan_and_refuses_what_cannot_fit(monkeypatch):
+    out = kt("check-task", str(FIXTURES / "vector_add"), "--device", "cpu")
+    assert out.returncode == 0, out.stdout + out.stderr
+    (plan,) = [ln for ln in out.stdout.splitlines() if ln.startswith("memory ")]
+    assert "shape small: up to" in plan and "input set(s)" in plan and "usable" in plan and "timing method auto" in plan
+    monkeypatch.setenv("KERNEL_TUI_MEMORY_BUDGET", "1GiB")  # less than the room kept for the kernels
+    refused = kt("check-task", str(FIXTURES / "vector_add"), "--device", "cpu")
+    assert refused.returncode == 1
+    assert refused.stdout.splitlines() == [refused.stdout.splitlines()[0]]  # one line, nothing run
+    assert refused.stdout.startswith("memory    REFUSED: shape") and "does not fit in device memory" in refused.stdout
+    monkeypatch.setenv("KERNEL_TUI_MEMORY_BUDGET", "lots")
+    bad = kt("check-task", str(FIXTURES / "vector_add"), "--device", "cpu")
+    assert bad.returncode != 0 and "not an amount of memory: 'lots'" in bad.stderr
+
+
 def test_check_task_reports_a_broken_reference(tmp_path):
     for f in ("task.json", "baseline.py"):
         (tmp_path / f).write_text((FIXTURES / "vector_add" / f).read_text())

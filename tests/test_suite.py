@@ -237,6 +237,20 @@ def test_the_eager_source_copies_the_reference_into_the_outputs():
     compile(compiled, "compile.py", "exec")
 
 
+def test_the_compile_side_never_runs_nvcc(monkeypatch):
+    """Inductor's repro text runs `nvcc --version` and catches only a missing nvcc; the sandbox's refusal
+    failed every compile on a GPU. The compile side replaces that text before it compiles."""
+    import torch._dynamo.repro.after_aot as after_aot
+
+    monkeypatch.setattr(after_aot, "_cuda_system_info_comment", after_aot._cuda_system_info_comment)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "unused")  # the source sets these for its own process
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    namespace: dict = {"__name__": "kt_compile"}
+    exec(compile(pytorch_source(load_task(FIXTURES / "vector_add"), "compile"), "compile.py", "exec"), namespace)
+    comment = after_aot._cuda_system_info_comment()
+    assert comment.startswith("# CUDA toolkit version not queried") and comment.endswith("\n")
+
+
 def test_the_source_writes_outputs_in_the_reference_order():
     task = load_task(FIXTURES / "vector_add")
     source = pytorch_source(task, "eager")

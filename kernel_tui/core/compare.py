@@ -38,6 +38,8 @@ class Comparison(BaseModel):
     improvement_range: tuple[float, float] | None = None
     launch_overhead_seconds: float | None = None
     environment: Environment | None = None
+    peak_memory_bytes: int | None = None  # the largest of its processes' (GPU only)
+    memory_retries: list[str] = []  # the evaluator's own out-of-memory retries with a smaller plan
 
 
 def summarize_run(block: TimingBlock, run: int) -> RunSummary:
@@ -59,11 +61,17 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
     summaries: list[RunSummary] = []
     blocks: list[TimingBlock] = []
     env = None
+    peaks: list[int] = []
+    retries: list[str] = []
     for run in range(runs):
         res = evaluator.timing_run(candidate, incumbent, block=run, correctness=run == 0, phase="compare", trusted=trusted)
         env = env or res.environment
+        peaks += [res.peak_memory_bytes] if res.peak_memory_bytes is not None else []
+        retries += res.memory_retries
         if res.status is not Status.ok or res.timing is None:
-            return Comparison(status=res.status, reason=f"run {run + 1}: {res.reason}", device=evaluator.device, runs=summaries, environment=env)
+            return Comparison(status=res.status, reason=f"run {run + 1}: {res.reason}", device=evaluator.device,
+                              runs=summaries, environment=env, peak_memory_bytes=max(peaks, default=None),
+                              memory_retries=retries)
         blocks.append(res.timing)
         summaries.append(summarize_run(res.timing, run))
     inc = statistics.median(s.incumbent_median for s in summaries)
@@ -80,5 +88,5 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
         runs=summaries, speedup=speedup, median_paired_improvement=paired,
         improvement_range=(min(improvements), max(improvements)),
         launch_overhead_seconds=statistics.median(overheads) if overheads else None,
-        environment=env,
+        environment=env, peak_memory_bytes=max(peaks, default=None), memory_retries=retries,
     )

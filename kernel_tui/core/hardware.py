@@ -9,7 +9,9 @@ import tempfile
 from pathlib import Path
 
 from kernel_tui.core.evaluator.evaluator import Evaluator
+from kernel_tui.core.evaluator.memory import MemoryPlan, plan
 from kernel_tui.core.evaluator.runner import package_paths, worker_env
+from kernel_tui.core.evaluator.worker import host_free_bytes
 
 # Device-to-device copy of a 1 GiB buffer, counting bytes read and written, best of 20 after warm-up.
 _COPY_BANDWIDTH = """
@@ -28,17 +30,46 @@ print(json.dumps({"device_name": p.name, "copy_bandwidth_bytes_per_s": 2 * n / m
 """
 
 
+_FREE_MEMORY = """
+import json, torch
+free, total = torch.cuda.mem_get_info()
+p = torch.cuda.get_device_properties(0)
+print(json.dumps({"free": free, "total": total, "l2": getattr(p, "L2_cache_size", 0) or 50 * 2**20, "name": p.name}))
+"""
+
+
+def _child(code: str, device: str, timeout: float = 120) -> dict:
+    """Run `code` in a fresh interpreter with the workers' environment; its last stdout line as JSON."""
+    boot = f"import sys; sys.path[:0] = {package_paths()!r}\n" + code
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [sys.executable, "-I", "-c", boot], capture_output=True, text=True, timeout=timeout,
+            env=worker_env(Path(tmp), device, Path(tmp) / "triton"), cwd=tmp,
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def memory_plans(evaluator: Evaluator) -> list[MemoryPlan]:
+    """The memory plan of each benchmark shape, from what the device has free now (a child process asks
+    on a GPU; the host's available memory under the CPU interpreter), capped by the evaluator's budget."""
+    spec = evaluator.task.spec
+    if evaluator.device == "cuda":
+        data = _child(_FREE_MEMORY, "cuda")
+        free, l2 = int(data["free"]), int(data["l2"])
+    else:
+        free, l2 = host_free_bytes(), 0
+    if evaluator.memory_budget is not None:
+        free = min(free, evaluator.memory_budget)
+    shapes = {case.name: case for case in spec.correctness_shapes(evaluator.device)}
+    shapes.update({case.name: case for case, _ in spec.benchmark_shapes(evaluator.device)})
+    return [plan(spec, name, case.dims, free_bytes=free, l2_bytes=l2) for name, case in shapes.items()]
+
+
 def measure(evaluator: Evaluator) -> dict:
     if evaluator.device == "cpu":
         return {"device": "cpu", "statement": "CPU interpreter run: no GPU figures exist; timings are not GPU timings"}
-    boot = f"import sys; sys.path[:0] = {package_paths()!r}\n" + _COPY_BANDWIDTH
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            out = subprocess.run(
-                [sys.executable, "-I", "-c", boot], capture_output=True, text=True, timeout=120,
-                env=worker_env(Path(tmp), "cuda", Path(tmp) / "triton"), cwd=tmp,
-            )
-            data = json.loads(out.stdout.strip().splitlines()[-1])
-        except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-            return {"device": "cuda", "error": f"copy bandwidth not measured: {exc}"}
+    try:
+        data = _child(_COPY_BANDWIDTH, "cuda")
+    except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        return {"device": "cuda", "error": f"copy bandwidth not measured: {exc}"}
     return {"device": "cuda", **data}

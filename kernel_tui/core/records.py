@@ -51,6 +51,7 @@ class TrajectoryLine(_Record):
     device: str = ""
     timing_label: str = ""
     shapes: list[ShapeFigure] = Field(default_factory=list)  # per benchmark shape, when the task times several
+    peak_memory_bytes: int | None = None  # the evaluation's peak device memory (GPU only)
     time: str = Field(default_factory=now_iso)
 
 

@@ -75,6 +75,8 @@ class Session:
         if self.state.proposer:
             self.proposer.restore(self.state.proposer)
         self._current_round = 0
+        # set when the last round could not be judged for the evaluator's own fault: it stays pending
+        self.unjudged: str | None = None
         previous = self.proposer.on_activity  # a proposer says what it is doing: relay it as log events
 
         def relay(text: str) -> None:
@@ -141,6 +143,7 @@ class Session:
     # --- one round ------------------------------------------------------------------------------
     def step(self) -> TrajectoryLine | None:
         """One round. None when there is nothing more to do (budget spent, proposer done, cancelled)."""
+        self.unjudged = None
         if self.cancel.is_set():
             return None
         pending = self.ws.pending()
@@ -204,6 +207,11 @@ class Session:
         result = self.evaluator.evaluate(source, incumbent=pending_proposal.best_source)
         if result.status is Status.cancelled or self.cancel.is_set():
             return None  # stays pending: judged again on resume
+        if result.status is Status.evaluator_fault:
+            # nothing is known of the candidate: no verdict, and the commit stays pending
+            self.unjudged = f"round {round_no} not judged: {result.reason}"
+            self._log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
+            return None
         line = self._record(round_no, change, proposer, commit.hexsha, best.hexsha, source, pending_proposal.best_source, result)
         if line.accepted:
             self.ws.accept(commit)
@@ -235,6 +243,7 @@ class Session:
             ci_low=v.ci_low if v else None, ci_high=v.ci_high if v else None, p_value=v.p_value if v else None,
             evaluation_dir=str(d.relative_to(self.ws.root)), incumbent_commit=incumbent,
             device=self.evaluator.device, timing_label=result.timing_label, shapes=result.shapes,
+            peak_memory_bytes=result.peak_memory_bytes,
         )
         self.ws.record_verdict(line)
         return line
@@ -272,8 +281,8 @@ class Session:
                     break
                 line = self.step()
             if line is None and not self.cancel.is_set():
-                spent = self.remaining <= 0
-                why = "budget spent" if spent else "the proposer has nothing more to propose"
+                spent = self.remaining <= 0 and not self.unjudged
+                why = self.unjudged or ("budget spent" if spent else "the proposer has nothing more to propose")
                 self.on_event(IdleEvent(budget_spent=spent, text=f"idle: {why}"))
                 if not control.stay_when_idle:
                     break
@@ -283,7 +292,7 @@ class Session:
         if self.cancel.is_set():
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing="stopped before the final re-test"))
             return None
-        return self.finalize()
+        return self.finalize(self.unjudged)
 
     def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
@@ -303,6 +312,8 @@ class Session:
             warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.speedup:.3f})")
         if self.evaluator.device == "cpu":
             warnings.append("CPU interpreter run: timings are not GPU timings")
+        if self.unjudged:
+            warnings.append(f"{self.unjudged} (the evaluator's fault, not the candidate's; it stays pending)")
         if stopped_because is None:
             stopped_because = "budget spent" if self.remaining <= 0 else "proposer finished"
         summary = RunSummary(

@@ -30,6 +30,7 @@ LABELS: dict[str, str] = {
     "policy_violation": "policy violation",
     "sandbox_violation": "sandbox violation",
     "invalid_task": "invalid task",
+    "evaluator_fault": "evaluator fault (not judged)",
     "cancelled": "cancelled",
     PENDING: "pending",
 }

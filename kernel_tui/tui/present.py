@@ -35,6 +35,7 @@ from kernel_tui.tui.view import (
     VersionDetail,
     VersionRow,
     fmt_latency,
+    fmt_memory,
     fmt_pct,
 )
 
@@ -82,6 +83,7 @@ def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
             round=ln.round, change=ln.change, proposer=proposer_label(ln.proposer), status=verdict_word(ln),
             accepted=ln.accepted, latency=fmt_latency(ln.latency), improvement=fmt_pct(ln.improvement), ci=ci,
             p=f"{ln.p_value:.3g}" if ln.p_value is not None else NA, reason=" ".join(ln.reason.split()),
+            memory=fmt_memory(ln.peak_memory_bytes),
         ))
     return tuple(out)
 
@@ -126,15 +128,33 @@ def edited_view(p: PendingProposal, source: str) -> PendingView:
 
 # --- history -------------------------------------------------------------------------------------------
 
+def peaks(ws: Workspace) -> dict[tuple[str, int | None], int | None]:
+    """Peak device memory by (judged commit, round), the baseline's under (baseline, None).
+
+    A Version does not carry it: it is looked up from the verdicts by the commit and round a version
+    reports, the round keeping apart a commit judged twice."""
+    out: dict[tuple[str, int | None], int | None] = {(ln.commit, ln.round): ln.peak_memory_bytes for ln in ws.trajectory()}
+    data = ws.read_json("baseline-evaluation.json")
+    peak = data.get("peak_memory_bytes") if isinstance(data, dict) else None
+    out[(ws.baseline.hexsha, None)] = peak if isinstance(peak, int) and not isinstance(peak, bool) else None
+    return out
+
+
 def history(ws: Workspace) -> HistoryData:
     def parent(commit: str) -> str | None:
         c = ws.repo.commit(commit)
         return c.parents[0].hexsha if c.parents else None
 
+    peak = peaks(ws)
+
     def row(v) -> VersionRow:
+        # a restore carries the measurements of the version it copied; the baseline has no round
+        source = v.restored_from or v.commit
+        memory = peak.get((source, None if source == ws.baseline.hexsha else v.round))
         return VersionRow(commit=v.commit, parent=parent(v.commit), round=v.round, proposer=v.proposer,
                           change=v.change, latency=fmt_latency(v.latency), vs_previous=fmt_pct(v.vs_previous),
-                          vs_baseline=fmt_pct(v.vs_baseline), status=version_status(v), reason=" ".join(v.reason.split()))
+                          vs_baseline=fmt_pct(v.vs_baseline), status=version_status(v), reason=" ".join(v.reason.split()),
+                          memory=fmt_memory(memory))
 
     return HistoryData(lineage=tuple(row(v) for v in accepted_versions(ws)),
                        proposals=tuple(row(v) for v in all_proposals(ws)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kernel_tui.format import latency, percent  # the one home of number formatting (no core import)
+from kernel_tui.format import latency, memory_bytes, percent  # the one home of number formatting (no core import)
 
 NA = "—"
 
@@ -17,6 +17,10 @@ NA = "—"
 def fmt_latency(seconds: float | None) -> str:
     """µs below 1 ms, else ms (as the report writes them); "—" where there is none."""
     return latency(seconds, missing=NA)
+
+
+def fmt_memory(n: int | None) -> str:
+    return memory_bytes(n, missing=NA)
 
 
 def fmt_pct(fraction: float | None) -> str:
@@ -59,6 +63,7 @@ class VerdictRow:
     ci: str
     p: str
     reason: str
+    memory: str = NA  # the evaluation's peak device memory; NA on the CPU interpreter
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class VersionRow:
     vs_baseline: str
     status: str
     reason: str = ""
+    memory: str = NA  # the peak device memory of the evaluation it carries, where known
 
     @property
     def short(self) -> str:

@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core import gate
+from kernel_tui.core.evaluator.memory import MAX_LEVEL, gib, parse_bytes
 from kernel_tui.core.evaluator.models import (
     EvalResult,
     ShapeFigure,
@@ -120,8 +121,19 @@ def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
         return INTERPRETER_LABEL
     on = f" on {device_name}" if device_name else ""
     if block.method == "graph":
-        return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets"
-    return f"GPU kernel time{on}: L2 flushed ({block.l2_flush_bytes / 2**20:.0f} MiB) before each call"
+        return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets" + _memory_note(block)
+    return f"GPU kernel time{on}: L2 flushed ({block.l2_flush_bytes / 2**20:.0f} MiB) before each call" + _memory_note(block)
+
+
+def _memory_note(block: TimingBlock) -> str:
+    """What the memory plan changed about the timing, if anything."""
+    m = block.memory
+    if m is None or block.rotating_sets >= 2:
+        return ""
+    if m.cold_anyway:
+        return (f"; one input set ({gib(m.call_bytes)} per call, {m.call_bytes / m.l2_bytes:.0f}× the L2: cold in it "
+                "anyway)")
+    return f"; one input set, as device memory allows ({gib(m.call_bytes)} per call)"
 
 
 def to_gate_block(block: TimingBlock) -> gate.Block:
@@ -141,6 +153,7 @@ class Evaluator:
         policy: gate.GatePolicy | None = None,
         timeout: float | None = None,
         fork_server: bool = True,
+        memory_budget: int | None = None,
     ) -> None:
         self.task = task
         self.device = resolve_device(device)
@@ -155,6 +168,11 @@ class Evaluator:
         self.policy = policy or gate_policy_for(task, self.device)
         self.timeout = timeout or task.spec.benchmark.timeout_seconds
         self._runs = 0
+        # KERNEL_TUI_MEMORY_BUDGET (e.g. 40GiB) caps the device memory an evaluation plans with: a shared GPU
+        budget = os.environ.get("KERNEL_TUI_MEMORY_BUDGET", "").strip()
+        self.memory_budget = memory_budget if memory_budget is not None else (parse_bytes(budget) if budget else None)
+        # the smallest memory plan that was needed so far: later workers start there instead of failing again
+        self.memory_level = 0
         # KERNEL_TUI_FORK_SERVER=0 forces a fresh interpreter per worker (an escape hatch)
         self._use_fork_server = fork_server and os.environ.get("KERNEL_TUI_FORK_SERVER", "1") != "0"
         self._server: ForkServer | None = None
@@ -207,6 +225,20 @@ class Evaluator:
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
         block: int, deadline: float, phase: str, trusted: bool = False,
     ) -> WorkerResult:
+        notes: list[str] = []
+        while True:
+            res = self._worker_once(candidate, incumbent, correctness=correctness, timing=timing, block=block,
+                                    deadline=deadline, phase=phase, trusted=trusted)
+            if res.status is not Status.evaluator_fault or self.memory_level >= MAX_LEVEL or self.cancel.is_set():
+                return res.model_copy(update={"memory_retries": notes}) if notes else res
+            # the evaluator's own buffers did not fit: the same work again, with a smaller plan
+            self.memory_level += 1
+            notes.append(f"{res.reason} — retried with a smaller memory plan (level {self.memory_level})")
+
+    def _worker_once(
+        self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
+        block: int, deadline: float, phase: str, trusted: bool,
+    ) -> WorkerResult:
         self._runs += 1
         workdir = self.workdir / f"worker-{self._runs:04d}"
         request = WorkerRequest(
@@ -221,6 +253,7 @@ class Evaluator:
             block=block,
             enforce_policy=self.enforce_policy and not trusted,
             sandbox=for_worker(self._sandbox, workdir) if self._sandbox else None,
+            memory_level=self.memory_level, memory_budget=self.memory_budget,
         )
         remaining = max(1.0, deadline - time.monotonic())
         return run_worker(
@@ -259,6 +292,7 @@ class Evaluator:
         return EvalResult(
             status=res.status, reason=res.reason, device=self.device, cases=res.cases,
             environment=res.environment, seconds=res.seconds, sandbox=res.sandbox,
+            peak_memory_bytes=res.peak_memory_bytes, memory_retries=res.memory_retries,
         )
 
     def evaluate(self, candidate: str, incumbent: str | None = None, *, seed: int = 0, timeout: float | None = None) -> EvalResult:
@@ -277,6 +311,8 @@ class Evaluator:
         verdict: gate.Verdict | None = None
         seconds: dict[str, float] = {}
         weights = {case.name: w for case, w in self.task.spec.benchmark_shapes(self.device)}
+        peaks: list[int] = []
+        retries: list[str] = []
 
         def block(index: int, phase: str) -> WorkerResult:
             res = self._worker(
@@ -286,6 +322,8 @@ class Evaluator:
             for k, v in res.seconds.items():
                 seconds[k] = seconds.get(k, 0.0) + v
             more.extend(res.more_timings)
+            peaks.extend([res.peak_memory_bytes] if res.peak_memory_bytes is not None else [])
+            retries.extend(res.memory_retries)
             return res
 
         def for_gate(main: list[TimingBlock]) -> list[gate.Block]:
@@ -305,7 +343,8 @@ class Evaluator:
             figures = shape_figures(blocks + confirmation + more, weights) if len(weights) > 1 else []
             if figures and status is Status.ok:  # the verdict is on the weighted mean: each shape's own beside it
                 reason = f"{reason} · per shape: {format_shapes(figures)}"
-            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, figures)
+            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, figures).model_copy(
+                update={"peak_memory_bytes": max(peaks) if peaks else None, "memory_retries": retries})
 
         def decided(v: gate.Verdict) -> gate.Verdict:
             if len(weights) == 1:

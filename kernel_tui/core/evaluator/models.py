@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel_tui.core.evaluator.memory import MemoryPlan
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
 
@@ -22,6 +23,9 @@ class Status(StrEnum):  # StrEnum: shown as its value ("ok"), in f-strings too
     invalid_task = "invalid_task"
     cancelled = "cancelled"
     sandbox_violation = "sandbox_violation"  # tried to reach outside the worker (files, network, processes)
+    # the evaluator's own failure (it ran out of device memory for its buffers): nothing is said of the
+    # candidate, and the round is not judged
+    evaluator_fault = "evaluator_fault"
 
 
 class _Frozen(BaseModel):
@@ -54,6 +58,8 @@ class WorkerRequest(_Frozen):
     enforce_policy: bool = True  # False: host-side torch calls are allowed (timing a torch reference)
     sys_path: list[str] = Field(default_factory=list)
     sandbox: SandboxPlan | None = None  # None: the worker runs unconfined, and its result says so
+    memory_level: int = 0  # 0: the first memory plan; each retry after the evaluator ran out of memory is smaller
+    memory_budget: int | None = None  # bytes the worker may count as free (None: what the device reports)
 
 
 class CaseResult(_Frozen):
@@ -83,6 +89,7 @@ class TimingBlock(_Frozen):
     hold_retakes: int = 0  # samples retaken with a longer hold because enqueueing outran it
     # what this process could not do as designed (no GPU hold, a partial stream-order check), one line each
     warnings: list[str] = Field(default_factory=list)
+    memory: MemoryPlan | None = None  # how the block's device memory was planned
 
 
 class Environment(_Frozen):
@@ -106,6 +113,8 @@ class WorkerResult(_Frozen):
     environment: Environment | None = None
     seconds: dict[str, float] = Field(default_factory=dict)  # load, correctness, timing
     sandbox: SandboxReport | None = None
+    peak_memory_bytes: int | None = None  # the most device memory PyTorch's allocator held at once (GPU only)
+    memory_retries: list[str] = Field(default_factory=list)  # set by the caller: see EvalResult
 
 
 class ShapeFigure(_Frozen):
@@ -139,6 +148,9 @@ class EvalResult(_Frozen):
     policy_rule: str | None = None
     seconds: dict[str, float] = Field(default_factory=dict)
     sandbox: SandboxReport | None = None  # what confined the first worker (and what was missing)
+    peak_memory_bytes: int | None = None  # the largest of its worker processes' (GPU only)
+    # the evaluator's own out-of-memory retries, one line each: what failed and the smaller plan it retried with
+    memory_retries: list[str] = Field(default_factory=list)
 
     @property
     def accepted(self) -> bool:

@@ -23,6 +23,10 @@ Graph mode therefore gives every call of a replay a set of its own: a set called
 would meet, the second time, the candidate's own last output for the same inputs (poisoning between
 the calls would put a copy inside the timed graph), and a kernel that recognises its own output could
 skip the work.
+How many sets there are is the memory plan's to say (memory.py): a problem of several GB gets as few as
+one, and then one call per flush sample. A kernel call that runs out of memory is reported as
+KernelOutOfMemory with what it asked for, so the worker can tell the candidate's appetite from the
+evaluator's own buffers.
 """
 
 from __future__ import annotations
@@ -36,13 +40,15 @@ import numpy as np
 import torch
 
 from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, tensor_bytes
+from kernel_tui.core.evaluator.memory import MemoryPlan, is_out_of_memory, requested_bytes
+from kernel_tui.core.evaluator.memory import plan as memory_plan
 from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
 from kernel_tui.core.evaluator.recorder import HostOpRecorder
 from kernel_tui.core.evaluator.streams import can_sleep, gpu_sleep, sleep_warnings
 from kernel_tui.core.task import ShapeCase, TaskSpec
 
-FLUSH_MIN_BYTES = 256 * 2**20
 MAX_ROTATING_SETS = 32
+INTERPRETER_SETS = 2  # calls alternate between two sets: no call meets the buffers of the one before
 MAX_GRAPH_CALLS = 512
 GRAPH_MIN_SECONDS = 200e-6  # one replay lasts at least this long, so graph launch cost vanishes
 # Below this flushed kernel time the event timer's ~0.5 µs resolution is too coarse for one call.
@@ -64,11 +70,47 @@ def abba_orders(pairs: int, seed: int) -> list[str]:
     return ["AB" if (i + start) % 2 == 0 else "BA" for i in range(pairs)]
 
 
+class KernelOutOfMemory(Exception):
+    """A kernel call (either side) ran out of memory; `requested` is what the failed allocation asked for
+    (None when the allocator did not say), `held` what the call had allocated before it failed."""
+
+    def __init__(self, side: str, error: BaseException, requested: int | None, held: int) -> None:
+        super().__init__(str(error))
+        self.side, self.error, self.requested, self.held = side, error, requested, held
+
+
+def l2_bytes(device: str) -> int:
+    """The GPU's L2 size (0 on the CPU)."""
+    if device == "cpu":
+        return 0
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+
+
+def _allocated() -> int:
+    return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else 0
+
+
+def watch_memory(side: str, fn: Callable) -> Callable:
+    """`fn`, raising KernelOutOfMemory when it runs out of memory."""
+
+    def call(*args):
+        before = _allocated()
+        try:
+            return fn(*args)
+        except Exception as exc:
+            if is_out_of_memory(exc):
+                raise KernelOutOfMemory(side, exc, requested_bytes(exc), _allocated() - before) from exc
+            raise
+
+    return call
+
+
 class _Kernel:
     """One side (A or B) of the comparison: its entrypoint and a recorder of host torch ops."""
 
     def __init__(self, name: str, fn: Callable, verify: bool) -> None:
-        self.name, self.fn, self.verify = name, fn, verify
+        self.name, self.fn, self.verify = name, watch_memory(name, fn), verify
         self.recorder = HostOpRecorder()
         self.enforce = verify
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -96,10 +138,15 @@ class BlockTimer:
         block: int,
         progress: Progress,
         *,
+        memory: MemoryPlan | None = None,
         enforce_policy: bool = True,
     ) -> None:
         self.spec, self.shape, self.device, self.reference = spec, shape, device, reference
         self.plan, self.block, self.progress = plan, block, progress
+        # no plan given (tests, benchmarks): as if memory were plentiful
+        self.memory = memory or memory_plan(spec, shape.name, shape.dims, free_bytes=2**50, l2_bytes=l2_bytes(device))
+        # flush mode gives each call of a sample a set of its own: no more calls than sets
+        self.inner = max(1, min(plan.inner_repeats, self.memory.max_sets))
         self.enforce_policy = enforce_policy
         self.seed = plan.seed * 1000 + block * 100 + 7
         self.sets: list[ArgumentSet] = []
@@ -144,17 +191,25 @@ class BlockTimer:
         return ta, tb, orders
 
     # --- CPU interpreter ------------------------------------------------------------------------
+    def _build(self, seed: int) -> ArgumentSet:
+        return ArgumentSet.build(self.spec, self.shape.dims, self.device, seed, stale=self.memory.stale)
+
     def _run_interpreter(self, a: _Kernel, b: _Kernel) -> TimingBlock:
-        self.sets = [ArgumentSet.build(self.spec, self.shape.dims, "cpu", self.seed)]
-        s = self.sets[0]
+        n_sets = max(1, min(INTERPRETER_SETS, self.memory.max_sets))
+        self.sets = [self._build(self.seed + i) for i in range(n_sets)]
+        calls = 0
         for kernel in (a, b):
             for _ in range(max(1, min(self.plan.warmup, 2))):
+                s = self.sets[0]
                 s.prepare_call()
                 kernel.call(s.args())
 
         def one(kernel: _Kernel, _i: int) -> float:
+            nonlocal calls
             total = 0.0
             for _ in range(self.plan.inner_repeats):
+                s = self.sets[calls % n_sets]
+                calls += 1
                 s.prepare_call()
                 t0 = time.perf_counter()
                 kernel.call(s.args())
@@ -165,19 +220,18 @@ class BlockTimer:
         ta, tb, orders = self._samples(a, b, one)
         return TimingBlock(
             block=self.block, method="interpreter", shape=self.shape.name, incumbent=ta, candidate=tb,
-            order=orders, inner_repeats=self.plan.inner_repeats, timed_outputs_checked=self.checked,
+            order=orders, inner_repeats=self.plan.inner_repeats, rotating_sets=n_sets,
+            timed_outputs_checked=self.checked, memory=self.memory,
         )
 
     # --- GPU ------------------------------------------------------------------------------------
     def _run_gpu(self, a: _Kernel, b: _Kernel) -> TimingBlock:
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+        l2 = l2_bytes(self.device)
         bytes_per_call = tensor_bytes(self.spec, self.shape.dims)
-        n_sets = max(2, min(MAX_ROTATING_SETS, math.ceil(2 * l2 / max(bytes_per_call, 1)) + 1))
-        self.sets = [
-            ArgumentSet.build(self.spec, self.shape.dims, self.device, self.seed + i) for i in range(n_sets)
-        ]
-        flush = torch.empty(max(2 * l2, FLUSH_MIN_BYTES) // 4, dtype=torch.int32, device=self.device)
+        wanted = max(2, min(MAX_ROTATING_SETS, math.ceil(2 * l2 / max(bytes_per_call, 1)) + 1))
+        n_sets = max(1, min(wanted, self.memory.max_sets))
+        self.sets = [self._build(self.seed + i) for i in range(n_sets)]
+        flush = torch.empty(max(self.memory.flush_bytes, 4) // 4, dtype=torch.int32, device=self.device)
         self._refresh(-1)
         for kernel in (a, b):  # warm-up: compile, autotune, settle clocks
             for j in range(max(1, self.plan.warmup)):
@@ -188,24 +242,24 @@ class BlockTimer:
         overhead = {k.name: self._launch_overhead(k) for k in (a, b)}
         # memset + two event records + the call, for each call of a sample
         self.hold_seconds = self.hold_base = min(HOLD_MAX_SECONDS, max(
-            HOLD_MIN_SECONDS, HOLD_MARGIN * self.plan.inner_repeats * (max(overhead.values()) + 20e-6)))
-        self._ensure_sets(self.plan.inner_repeats)  # flush mode checks every call on its own set
+            HOLD_MIN_SECONDS, HOLD_MARGIN * self.inner * (max(overhead.values()) + 20e-6)))
+        self._ensure_sets(self.inner)  # flush mode checks every call on its own set
         kernel_s = statistics.median(self._flush_sample(a, flush) for _ in range(3))
         method = self.plan.method
         if method == "auto":
             method = "graph" if kernel_s < GRAPH_BELOW_SECONDS else "flush"
         if method == "graph":
-            calls = max(self.plan.inner_repeats, math.ceil(GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)))
+            calls = max(self.inner, math.ceil(GRAPH_MIN_SECONDS / max(kernel_s, 1e-7)))
             calls = min(max(calls, len(self.sets)), MAX_GRAPH_CALLS)
             # a set of its own for every call of a replay, so each call meets fresh poison; together the
             # sets hold what the kernel moves in GRAPH_MIN_SECONDS (about 1 GB on an H200) plus the
-            # harness's copies of it
+            # harness's copies of it, as far as the memory plan allows
             self._ensure_sets(calls)
             calls = len(self.sets)
             try:
                 for kernel in (a, b):
                     self._capture(kernel, calls)
-            except CandidateFault:
+            except (CandidateFault, KernelOutOfMemory):
                 raise
             except Exception:  # noqa: BLE001 - not capturable, for any reason: fall back to flushing, still kernel-only
                 torch.cuda.synchronize()
@@ -214,12 +268,12 @@ class BlockTimer:
         ta, tb, orders = self._samples(a, b, one)
         return TimingBlock(
             block=self.block, method=method, shape=self.shape.name, incumbent=ta, candidate=tb,
-            order=orders, inner_repeats=a.graph_calls if method == "graph" else self.plan.inner_repeats,
+            order=orders, inner_repeats=a.graph_calls if method == "graph" else self.inner,
             rotating_sets=len(self.sets), l2_flush_bytes=flush.numel() * 4 if method == "flush" else 0,
             launch_overhead_incumbent=overhead["incumbent"], launch_overhead_candidate=overhead["candidate"],
             timed_outputs_checked=self.checked,
             hold_seconds=self.hold_seconds if method == "flush" and self.holds else None,
-            hold_retakes=self.hold_retakes, warnings=sleep_warnings(),
+            hold_retakes=self.hold_retakes, warnings=sleep_warnings(), memory=self.memory,
         )
 
     def _launch_overhead(self, kernel: _Kernel, calls: int = 20, repeats: int = 5) -> float:
@@ -237,8 +291,8 @@ class BlockTimer:
         return statistics.median(per_call)
 
     def _ensure_sets(self, count: int) -> None:
-        while len(self.sets) < count:
-            s = ArgumentSet.build(self.spec, self.shape.dims, self.device, self.seed + len(self.sets))
+        while len(self.sets) < min(count, self.memory.max_sets):
+            s = self._build(self.seed + len(self.sets))
             s.fill(self.seed + 10_000 + len(self.sets))
             s.compute_expected(self.reference)
             self.sets.append(s)
@@ -261,7 +315,7 @@ class BlockTimer:
             self.hold_retakes += 1
 
     def _flush_sample_once(self, kernel: _Kernel, flush: torch.Tensor) -> tuple[float, float]:
-        n = self.plan.inner_repeats
+        n = self.inner
         used = [self.sets[j % len(self.sets)] for j in range(n)]
         for s in {id(s): s for s in used}.values():
             s.prepare_call()

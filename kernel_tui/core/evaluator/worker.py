@@ -18,6 +18,16 @@ import time
 import traceback
 from pathlib import Path
 
+from kernel_tui.core.evaluator.memory import (
+    MAX_LEVEL,
+    SMALLEST,
+    MemoryPlan,
+    first_line,
+    gib,
+    is_out_of_memory,
+    requested_bytes,
+)
+from kernel_tui.core.evaluator.memory import plan as memory_plan
 from kernel_tui.core.evaluator.models import (
     CaseResult,
     Environment,
@@ -92,6 +102,61 @@ def _seed(seed: int, shape_index: int) -> int:
     return seed * 7919 + shape_index * 104729
 
 
+def free_bytes(device: str, budget: int | None) -> int:
+    """Memory this worker may plan with: what the device has free (the host's available memory under
+    the CPU interpreter), capped by the request's budget."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()  # what this process cached but no longer holds is free for the plan
+        free = torch.cuda.mem_get_info()[0]
+    else:
+        free = host_free_bytes()
+    return min(free, budget) if budget is not None else free
+
+
+def host_free_bytes() -> int:
+    """The host memory a CPU-interpreter worker may plan with: what the kernel says is available (half the
+    physical memory where it cannot be read), and no more than half the address-space limit, if any."""
+    import resource
+
+    free = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return min(free, soft // 2) if soft != resource.RLIM_INFINITY else free
+
+
+def blame_out_of_memory(side: str, error: BaseException, requested: int | None, held: int,
+                        plan: MemoryPlan, what: str) -> tuple[Status, str]:
+    """Whose fault an out-of-memory error in a kernel call is. The candidate's when it asked for more
+    than the room the plan keeps for a kernel's own allocations, or when it fails even under the smallest
+    plan; otherwise the evaluator's buffers left too little, and the evaluation is retried smaller."""
+    cause = first_line(error)
+    if side == "candidate":
+        asked = (requested or 0) + max(held, 0)
+        if asked > plan.workspace_bytes:
+            return Status.runtime_error, (
+                f"{what}: the candidate ran out of memory asking for {gib(asked)} beyond its arguments; the evaluator "
+                f"keeps {gib(plan.workspace_bytes)} free for a kernel's own allocations ({cause})")
+        if plan.level >= MAX_LEVEL:
+            return Status.runtime_error, (
+                f"{what}: the candidate ran out of memory even under the evaluator's smallest plan "
+                f"({plan.summary(1)}) ({cause})")
+    return Status.evaluator_fault, evaluator_out_of_memory(what, error, plan, side)
+
+
+def evaluator_out_of_memory(what: str, error: BaseException, plan: MemoryPlan | None, side: str = "") -> str:
+    during = f" in the {side}'s call" if side else ""
+    planned = f" ({plan.summary()})" if plan is not None else ""
+    return f"{what}: the evaluator ran out of memory{during} with its own buffers{planned}: {first_line(error)}"
+
+
 def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | None = None) -> WorkerResult:
     from kernel_tui.core.errors import TaskError
     from kernel_tui.core.evaluator.harness import ArgumentSet, CandidateFault, TaskFault, load_module, use_generator
@@ -109,6 +174,14 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         return WorkerResult(status=Status.invalid_task, reason="device cuda requested but no GPU is visible")
     env = _environment(req.device)
     sync = torch.cuda.synchronize if req.device == "cuda" else (lambda: None)
+    stale = req.memory_level < SMALLEST  # the smallest plan precomputes no stale answer
+    l2 = env.l2_bytes or 0
+    if req.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    free = free_bytes(req.device, req.memory_budget)
+
+    def plan_for(case) -> MemoryPlan:
+        return memory_plan(spec, case.name, case.dims, free_bytes=free, l2_bytes=l2, level=req.memory_level)
 
     try:
         ref_module = load_module(req.reference_source, workdir / "ref", "kt_reference")
@@ -147,45 +220,60 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
 
     from kernel_tui.core.evaluator.recorder import HostOpRecorder
 
+    def candidate_failed(exc: Exception, case, what: str) -> WorkerResult:
+        """A failed candidate call outside timing: out of memory is blamed by the plan, anything else classified."""
+        if is_out_of_memory(exc):
+            status, reason = blame_out_of_memory("candidate", exc, requested_bytes(exc), 0, plan_for(case), what)
+            return fail(status, reason)
+        status, reason = classify(exc, cand_file, kernels, interpreted)
+        return fail(status, f"{what}: {reason}")
+
     if req.check_correctness:
         t1 = time.perf_counter()
         if req.device == "cuda":  # first: a stray stream can also race the poisoning of the next case
             from kernel_tui.core.evaluator.streams import check_stream_order
 
             step = "first call at the timing shape"
+            first_case = spec.timing_shape(req.device)
             try:
-                s = ArgumentSet.build(spec, spec.timing_shape(req.device).dims, req.device, _seed(0, 0))
+                probe = ArgumentSet.build(spec, first_case.dims, req.device, _seed(0, 0), stale=stale)
             except TaskFault as exc:
                 return fail(Status.invalid_task, f"{step}: {exc}")
             try:
                 t_call = time.perf_counter()
-                candidate(*s.args())  # compiles: a blocked stream must not wait on the compiler
+                candidate(*probe.args())  # compiles: a blocked stream must not wait on the compiler
                 sync()
                 seconds["first_call"] = time.perf_counter() - t_call
                 step = "stream-order check"
-                why = check_stream_order(candidate, s)
+                why = check_stream_order(candidate, probe)
             except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
-                status, reason = classify(exc, cand_file, kernels, interpreted)
-                return fail(status, f"{step}: {reason}")
+                return candidate_failed(exc, first_case, step)
             if why:
                 return fail(Status.policy_violation, why)
-            del s
+            del probe
         try:
             shapes = spec.correctness_shapes(req.device)
         except TaskError as exc:
             return fail(Status.invalid_task, str(exc))
+        too_big = [p for p in map(plan_for, shapes) if not p.fits]
+        if too_big:  # refused, not run out of memory on
+            return fail(Status.evaluator_fault, too_big[0].refusal())
         total = len(shapes) * len(spec.correctness.seeds)
         k = 0
+        s: ArgumentSet | None = None
         for si, case in enumerate(shapes):
             for seed in spec.correctness.seeds:
                 what = f"shape {case.name} {tuple(case.dims.values())} seed {seed}"
                 try:
-                    s = ArgumentSet.build(spec, case.dims, req.device, _seed(seed, si))
+                    s = None  # the last case's buffers go before this one's are made
+                    s = ArgumentSet.build(spec, case.dims, req.device, _seed(seed, si), stale=stale)
                     s.compute_expected(reference)
                     sync()
                 except TaskFault as exc:
                     return fail(Status.invalid_task, f"{what}: {exc}")
                 except Exception as exc:  # noqa: BLE001
+                    if is_out_of_memory(exc):
+                        return fail(Status.evaluator_fault, evaluator_out_of_memory(what, exc, plan_for(case)))
                     return fail(Status.invalid_task, f"reference failed at {what}: {type(exc).__name__}: {exc}")
                 loose = s.loose_tolerances()
                 if loose:
@@ -198,9 +286,9 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                         candidate(*s.args())
                     sync()
                 except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
-                    status, reason = classify(exc, cand_file, kernels, interpreted)
-                    cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=reason))
-                    return fail(status, f"{what}: {reason}")
+                    result = candidate_failed(exc, case, what)
+                    cases.append(CaseResult(shape=case.name, seed=seed, passed=False, detail=result.reason))
+                    return result
                 if k == 0 and "first_call" not in seconds:
                     seconds["first_call"] = time.perf_counter() - t_call
                 if recorder.forbidden and req.enforce_policy:
@@ -213,11 +301,12 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 cases.append(CaseResult(shape=case.name, seed=seed, passed=True, max_abs_error=err))
                 k += 1
                 progress("correctness", k, total)
+        s = None
         seconds["correctness"] = time.perf_counter() - t1
 
     timing, more_timings = None, []
     if req.timing is not None:
-        from kernel_tui.core.evaluator.timing import BlockTimer
+        from kernel_tui.core.evaluator.timing import BlockTimer, KernelOutOfMemory
 
         t2 = time.perf_counter()
         if req.incumbent_source is None:
@@ -232,15 +321,23 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         timed = spec.benchmark_shapes(req.device)
         for case, _weight in timed:
             at = f" at shape {case.name}" if len(timed) > 1 else ""
+            free = free_bytes(req.device, req.memory_budget)  # after correctness, or the last shape, let go
+            plan = plan_for(case)
+            if not plan.fits:
+                return fail(Status.evaluator_fault, f"during timing: {plan.refusal()}")
             timer = BlockTimer(spec, case, req.device, reference, req.timing, req.block, progress,
-                               enforce_policy=req.enforce_policy)
+                               memory=plan, enforce_policy=req.enforce_policy)
             try:
                 blocks.append(timer.run(incumbent, candidate))
             except TaskFault as exc:
                 return fail(Status.invalid_task, f"during timing{at}: {exc}")
             except CandidateFault as fault:
                 return fail(fault.status, fault.reason)
+            except KernelOutOfMemory as oom:
+                return fail(*blame_out_of_memory(oom.side, oom.error, oom.requested, oom.held, plan, f"during timing{at}"))
             except Exception as exc:  # noqa: BLE001
+                if is_out_of_memory(exc):  # in the harness's own work: building, refreshing, checking sets
+                    return fail(Status.evaluator_fault, evaluator_out_of_memory(f"during timing{at}", exc, plan))
                 status, reason = classify(exc, cand_file, kernels, interpreted)
                 return fail(status, f"during timing{at}: {reason}")
             del timer  # its input sets: the next shape may need the memory
@@ -250,6 +347,16 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
     seconds["total"] = time.perf_counter() - t0
     return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing,
                         more_timings=more_timings, environment=env, seconds=seconds)
+
+
+def _peak_memory() -> int | None:
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    try:
+        return int(torch.cuda.max_memory_allocated())
+    except Exception:  # noqa: BLE001 - a broken CUDA context: the figure is missing, the result is not
+        return None
 
 
 def _write(path: Path, result: WorkerResult) -> None:
@@ -276,10 +383,13 @@ def main(argv: list[str]) -> int:
     try:
         result = run(req, request_path.parent, progress, guard)
     except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently
-        tail = traceback.format_exc().strip().splitlines()[-1]
-        result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
+        if is_out_of_memory(exc):  # the harness's own checks: never the candidate's fault
+            result = WorkerResult(status=Status.evaluator_fault, reason=evaluator_out_of_memory("evaluation", exc, None))
+        else:
+            tail = traceback.format_exc().strip().splitlines()[-1]
+            result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
     tried = guard.violations if guard else []
-    update: dict = {"sandbox": confined.model_copy(update={"violations": tried})}
+    update: dict = {"sandbox": confined.model_copy(update={"violations": tried}), "peak_memory_bytes": _peak_memory()}
     if guard is not None and tried:  # whatever else happened, and even if the candidate caught the refusal
         update.update(status=Status.sandbox_violation, reason=guard.reason(), timing=None)
     result = result.model_copy(update=update)

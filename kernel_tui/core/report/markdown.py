@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 from kernel_tui.core.metrics import COST_MODEL_ERRORS
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
-from kernel_tui.core.report.text import cell, format_latency, pct, roof_pct
+from kernel_tui.core.report.text import MISSING, cell, format_latency, pct, roof_pct
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label, run_status_label
+from kernel_tui.format import memory_bytes
 
 INTERPRETER_BANNER = ("> **⚠ CPU INTERPRETER — THESE TIMINGS ARE NOT GPU TIMINGS.** Every latency, improvement and "
                       "speedup below was measured on Triton's CPU interpreter at a small shape. They show the "
@@ -163,19 +164,23 @@ def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str
         keep = {id(ln) for ln in r.lines if ln.accepted} | {id(ln) for ln in others[len(others) - cap:]}
         shown = [ln for ln in r.lines if id(ln) in keep]
     roof_head, roof_sep = (" % roofline |", "---|") if nbytes else ("", "")
+    # only where some evaluation recorded a peak (none does on the CPU interpreter)
+    memory = any(ln.peak_memory_bytes is not None for ln in shown)
+    mem_head, mem_sep = (" peak memory |", "---|") if memory else ("", "")
     out += ["`gate vs inc.` is the gate's paired estimate against the incumbent the round was judged against "
             "(its latency in `incumbent latency`), not against today's best or the baseline.", "",
-            f"| round | change | proposer | verdict | latency | incumbent latency |{roof_head} "
+            f"| round | change | proposer | verdict | latency | incumbent latency |{roof_head}{mem_head} "
             f"gate vs inc. [CI] | p | reason |",
-            f"|---|---|---|---|---|---|{roof_sep}---|---|---|"]
+            f"|---|---|---|---|---|---|{roof_sep}{mem_sep}---|---|---|"]
     for ln in shown:
         prop = ln.proposer.name + (f" ({ln.proposer.model})" if ln.proposer.model else "") + f" [{ln.proposer.kind}]"
         verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
         ci = f" [{pct(ln.ci_low)}, {pct(ln.ci_high)}]" if ln.ci_low is not None and ln.ci_high is not None else ""
         p = f"{ln.p_value:.3g}" if ln.p_value is not None else "—"
         roof_cell = f" {roof_pct(ln.latency, nbytes, bw)} |" if nbytes else ""
+        mem_cell = f" {memory_bytes(ln.peak_memory_bytes, missing=MISSING)} |" if memory else ""
         out.append(f"| {ln.round} | {cell(ln.change, 60)} | {cell(prop, 40)} | {verdict} | "
-                   f"{format_latency(ln.latency)} | {format_latency(ln.incumbent_latency)} |{roof_cell} "
+                   f"{format_latency(ln.latency)} | {format_latency(ln.incumbent_latency)} |{roof_cell}{mem_cell} "
                    f"{pct(ln.improvement)}{ci} | {p} | {cell(ln.reason, 120)} |")
     if len(shown) < len(r.lines):
         out.append(f"\n{len(r.lines) - len(shown)} more verdict(s) in trajectory.jsonl.")

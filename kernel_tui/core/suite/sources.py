@@ -23,6 +23,11 @@ import os as _kt_os
 _kt_os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 _kt_os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _kt_os.path.join(_kt_os.getcwd(), "inductor-cache"))
 import torch._inductor.config as _kt_inductor_config
+import torch._dynamo.repro.after_aot as _kt_after_aot
+
+# Inductor heads the repro text of every graph with `nvcc --version`, and only a missing nvcc is caught:
+# the sandbox's refusal to run it (PermissionError) failed every compile. The comment is not needed.
+_kt_after_aot._cuda_system_info_comment = lambda: "# CUDA toolkit version not queried inside the sandbox\\n"
 
 _kt_inductor_config.compile_threads = 1
 _kt_reference = _kt_torch.compile(_kt_reference)

@@ -161,7 +161,8 @@ class HistoryScreen(Screen):
         info = Text()
         if row is not None:
             info.append(f"{row.change}\n", style="bold")
-            info.append(f"{row.proposer} · {row.status} · {row.latency}" + (f" · {row.reason}" if row.reason else ""))
+            peak = f" · peak {row.memory}" if row.memory != NA else ""
+            info.append(f"{row.proposer} · {row.status} · {row.latency}{peak}" + (f" · {row.reason}" if row.reason else ""))
         self.query_one("#detail-info", Static).update(info)
         self.query_one("#detail-diff", Static).update(DiffText(d.diff))
         area = self.query_one("#detail-source")

@@ -18,12 +18,22 @@ VERDICT_STYLES = {"accepted": "bold green", "rejected by the gate": "yellow", "r
 COLUMNS = (("round", "round", 5), ("verdict", "status", 24), ("change", "change", 48), ("latency", "latency", 9),
            ("vs incumbent", "improvement", 12), ("CI", "ci", 20), ("p", "p", 9), ("proposer", "proposer", 32),
            ("reason", "reason", 80))
+# After latency, only where some evaluation recorded a peak: the CPU interpreter has none, and a column of
+# dashes would only take room.
+MEMORY_COLUMN = ("peak mem", "memory", 11)
+
+
+def columns(rows: tuple[VerdictRow, ...]) -> tuple[tuple[str, str, int], ...]:
+    if not any(r.memory != NA for r in rows):
+        return COLUMNS
+    at = [field for _, field, _ in COLUMNS].index("latency") + 1
+    return (*COLUMNS[:at], MEMORY_COLUMN, *COLUMNS[at:])
 
 
 def column_widths(rows: tuple[VerdictRow, ...]) -> list[int]:
     """Each column as wide as its widest cell (or header), up to its limit."""
     return [min(limit, max([len(header)] + [len(str(getattr(r, field))) for r in rows]))
-            for header, field, limit in COLUMNS]
+            for header, field, limit in columns(rows)]
 
 
 def clip(text: str, n: int) -> str:
@@ -39,6 +49,8 @@ def detail_text(row: VerdictRow) -> Text:
     out.append(row.status, style=VERDICT_STYLES.get(row.status, "red"))
     if row.latency != NA:
         out.append(f" · {row.latency}")
+    if row.memory != NA:
+        out.append(f" · peak {row.memory}")
     out.append(_reason(row.status, row.reason))
     return out
 
@@ -64,7 +76,7 @@ class TrajectoryTable(DataTable):
     def _columns_for(self, rows: tuple[VerdictRow, ...]) -> list[int]:
         widths = column_widths(rows)
         self.clear(columns=True)
-        for (header, _, _), width in zip(COLUMNS, widths):
+        for (header, _, _), width in zip(columns(rows), widths):
             self.add_column(header, width=width)
         return widths
 
@@ -74,8 +86,9 @@ class TrajectoryTable(DataTable):
         follow = self.cursor_row >= len(self.rows_shown) - 1
         self.rows_shown = rows
         widths = self._columns_for(rows)
+        shown = columns(rows)
         for r in rows:
-            cells: list[str | Text] = [clip(str(getattr(r, field)), width) for (_, field, _), width in zip(COLUMNS, widths)]
+            cells: list[str | Text] = [clip(str(getattr(r, field)), width) for (_, field, _), width in zip(shown, widths)]
             cells[1] = Text(clip(r.status, widths[1]), style=VERDICT_STYLES.get(r.status, "red"))
             self.add_row(*cells, key=str(r.round))
         if rows and follow:

@@ -1,0 +1,181 @@
+"""The memory plan: how much device memory one evaluation may use, and on what.
+
+Paired timing holds rotating argument sets — each one call's inputs and their snapshots, the guarded
+outputs and a copy of their poison, the expected answer and the previous one (stale poison) — plus an L2
+flush buffer, and it must leave room for what the reference and the kernels allocate for themselves. A
+small problem gets many sets, so that no call meets its inputs warm in the L2; a problem of several GB
+gets as few as one, which costs nothing: a tensor many times the L2 cannot be warm in it anyway, and the
+timing label says so. A task that cannot fit even one set is refused before any round is spent.
+
+Nothing here imports torch: check-task plans in the caller's process from a device's free memory, and the
+worker plans again from what is free when it starts timing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.task import TaskSpec
+from kernel_tui.format import memory_bytes
+
+GiB = 2**30
+GUARD = 256  # elements on each side of an output (the harness's guard bands)
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "int32": 4,
+               "int64": 8, "bool": 1}
+# Part of the free memory that no plan counts on: the allocator's rounding and fragmentation, Triton's
+# own buffers, another process's growth.
+HEADROOM = 0.10
+# Room left for what the reference and the kernels allocate beyond their arguments (an eager PyTorch
+# reference of several ops holds intermediates the size of its output): this many times one call's tensors,
+# and never less than MIN_WORKSPACE.
+WORKSPACE_CALLS = 2
+MIN_WORKSPACE = 1 * GiB
+# The checks work in chunks (harness.CHECK_CHUNK elements, float64 and masks): their scratch, at most.
+CHECK_SCRATCH = 1 * GiB
+MAX_SETS = 512  # a CUDA-graph replay's calls, each on a set of its own
+FLUSH_MIN_BYTES = 256 * 2**20
+# One call's tensors at least this many times the L2: no rotation is needed to keep them cold.
+COLD_FACTOR = 4
+# Each retry after the evaluator ran out of memory: the sets' share of the budget is halved, and from
+# SMALLEST on one set without a precomputed stale answer, with twice the room for the kernels.
+SMALLEST = 2
+MAX_LEVEL = SMALLEST
+
+
+class MemoryPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    shape: str
+    call_bytes: int  # inputs, parameters and outputs of one call
+    input_bytes: int
+    set_bytes: int  # one rotating set as the harness holds it
+    workspace_bytes: int  # kept free for the reference's and the kernels' own allocations
+    scratch_bytes: int  # the reference's input copies and the checks' chunks
+    flush_bytes: int
+    max_sets: int  # rotating sets that fit (0: the task does not fit)
+    stale: bool  # another input's answer precomputed as the first stale poison
+    budget_bytes: int  # free device memory when planned, less the headroom
+    l2_bytes: int
+    level: int = 0  # 0 the first plan; each retry after the evaluator ran out of memory is smaller
+
+    def peak_bytes(self, sets: int | None = None) -> int:
+        n = self.max_sets if sets is None else sets
+        return n * self.set_bytes + self.workspace_bytes + self.scratch_bytes + self.flush_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.max_sets >= 1
+
+    @property
+    def cold_anyway(self) -> bool:
+        return self.l2_bytes > 0 and self.call_bytes >= COLD_FACTOR * self.l2_bytes
+
+    def summary(self, sets: int | None = None) -> str:
+        n = self.max_sets if sets is None else sets
+        text = (f"shape {self.shape}: up to {n} input set(s) × {gib(self.set_bytes)} + {gib(self.workspace_bytes)} room for the "
+                f"kernels + {gib(self.flush_bytes + self.scratch_bytes)} flush and scratch = "
+                f"{gib(self.peak_bytes(n))} of {gib(self.budget_bytes)} usable")
+        if self.level:
+            text += f" (reduced plan, level {self.level})"
+        return text
+
+    def refusal(self) -> str:
+        need = self.peak_bytes(1)
+        return (f"shape {self.shape} does not fit in device memory: one argument set takes {gib(self.set_bytes)} "
+                f"({gib(self.call_bytes)} per call, with snapshots, poison and expected answers), plus "
+                f"{gib(self.workspace_bytes)} room for the kernels, {gib(need)} in all; {gib(self.budget_bytes)} is usable")
+
+
+def gib(n: int | float) -> str:
+    return memory_bytes(n)
+
+
+def _bytes_of(spec: TaskSpec, dims: dict[str, int], kinds: set[str], *, guard: bool = False) -> int:
+    total = 0
+    for t in spec.tensors:
+        if t.kind in kinds:
+            n = math.prod(spec.tensor_shape(t, dims)) + (2 * GUARD if guard else 0)
+            total += n * DTYPE_BYTES[t.dtype]
+    return total
+
+
+def set_bytes(spec: TaskSpec, dims: dict[str, int], *, stale: bool = True) -> int:
+    """Device bytes one ArgumentSet holds after compute_expected: the inputs and parameters twice (the
+    tensors and their snapshots), each output's guarded storage twice (the storage and the copy of its
+    poison), the expected answer, and the previous inputs' answer (stale poison) when `stale`."""
+    args = _bytes_of(spec, dims, {t.kind for t in spec.tensors if t.is_argument_tensor})
+    guarded = _bytes_of(spec, dims, {"output"}, guard=True)
+    answer = _bytes_of(spec, dims, {"output"})
+    return 2 * args + 2 * guarded + answer * (2 if stale else 1)
+
+
+def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l2_bytes: int,
+         level: int = 0) -> MemoryPlan:
+    """The plan for timing `shape` with `free_bytes` of device memory free."""
+    level = min(level, MAX_LEVEL)
+    smallest = level >= SMALLEST
+    inputs = _bytes_of(spec, dims, {t.kind for t in spec.tensors if t.is_argument_tensor})
+    call = inputs + _bytes_of(spec, dims, {"output"})
+    one_set = set_bytes(spec, dims, stale=not smallest)
+    workspace = max(MIN_WORKSPACE, WORKSPACE_CALLS * call) * (2 if smallest else 1)
+    scratch = inputs + CHECK_SCRATCH
+    flush = max(2 * l2_bytes, FLUSH_MIN_BYTES) if l2_bytes else 0
+    budget = int(free_bytes * (1 - HEADROOM))
+    room = budget - workspace - scratch - flush
+    affordable = max(0, room // max(one_set, 1))
+    if smallest:
+        max_sets = min(affordable, 1)
+    else:
+        max_sets = min(MAX_SETS, max(min(affordable, 1), affordable // 2**level))
+    return MemoryPlan(
+        shape=shape, call_bytes=call, input_bytes=inputs, set_bytes=one_set, workspace_bytes=workspace,
+        scratch_bytes=scratch, flush_bytes=flush, max_sets=int(max_sets), stale=not smallest,
+        budget_bytes=budget, l2_bytes=l2_bytes, level=level,
+    )
+
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,
+          "g": GiB, "gb": 10**9, "gib": GiB, "t": 2**40, "tb": 10**12, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """'40GiB', '512 MiB', '1e9' -> bytes (KernelTuiError, one line, otherwise)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in _UNITS:
+        raise KernelTuiError(f"not an amount of memory: {text!r} (e.g. 40GiB, 512MiB, or bytes)")
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+_CUDA_ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+_CPU_ASKED = re.compile(r"tried to allocate ([0-9]+) bytes")
+_OOM_WORDS = ("out of memory", "can't allocate memory", "ALLOC_FAILED", "OutOfMemory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Device (or, under the CPU interpreter, host) memory ran out; Triton's shared-memory limit is not
+    this (it is a compile error)."""
+    if type(exc).__name__ == "OutOfResources":
+        return False
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, (RuntimeError, MemoryError)) and (
+        isinstance(exc, MemoryError) or any(w in str(exc) for w in _OOM_WORDS))
+
+
+def requested_bytes(exc: BaseException) -> int | None:
+    """What the failed allocation asked for, from the allocator's message, when it says."""
+    text = str(exc)
+    if m := _CUDA_ASKED.search(text):
+        return int(float(m.group(1)) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": GiB, "TiB": 2**40}[m.group(2)])
+    if m := _CPU_ASKED.search(text):
+        return int(m.group(1))
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"

@@ -1,0 +1,196 @@
+"""The memory plan: sets sized from free memory, a smaller plan under a small budget, refusal of what
+cannot fit, and out-of-memory blamed where it belongs (never the candidate's runtime_error when the
+evaluator's own buffers ran out)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.evaluator import memory as mem
+from kernel_tui.core.evaluator.models import EvalResult, Status
+from kernel_tui.core.proposers.replay import ReplayProposer
+from kernel_tui.core.session import Session
+from kernel_tui.core.task import load_task
+from kernel_tui.core.workspace import Workspace
+from tests.conftest import FIXTURES, ROOT
+
+CANDIDATES = ROOT / "tests" / "candidates"
+
+ADD_SOURCE = (FIXTURES / "vector_add" / "baseline.py").read_text()
+TIMED = {"rows": 300, "cols": 300}  # the CPU's timing shape: no CPU correctness case runs it, all are smaller
+
+
+def vector_add_spec():
+    return load_task(FIXTURES / "vector_add").spec
+
+
+def test_set_bytes_counts_inputs_snapshots_guarded_outputs_and_two_answers():
+    spec = vector_add_spec()
+    n = 1000 * 1003
+    fp16 = 2
+    expected = 2 * (2 * n * fp16) + 2 * (n + 2 * mem.GUARD) * fp16 + 2 * n * fp16
+    assert mem.set_bytes(spec, {"rows": 1000, "cols": 1003}) == expected
+    assert mem.set_bytes(spec, {"rows": 1000, "cols": 1003}, stale=False) == expected - n * fp16
+
+
+def test_the_plan_takes_as_many_sets_as_fit_and_refuses_what_cannot():
+    spec, dims = vector_add_spec(), {"rows": 4096, "cols": 2048}
+    plenty = mem.plan(spec, "main", dims, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20)
+    assert plenty.max_sets == mem.MAX_SETS and plenty.fits and not plenty.cold_anyway
+    one = mem.set_bytes(spec, dims)
+    overhead = plenty.workspace_bytes + plenty.scratch_bytes + plenty.flush_bytes
+    tight = mem.plan(spec, "main", dims, free_bytes=math.ceil((overhead + 3.5 * one) / (1 - mem.HEADROOM)),
+                     l2_bytes=60 * 2**20)
+    assert tight.max_sets == 3 and tight.peak_bytes() <= tight.budget_bytes
+    halved = mem.plan(spec, "main", dims, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20, level=1)
+    assert halved.max_sets == ((plenty.budget_bytes - overhead) // one) // 2  # half the sets that fit
+    tight1 = mem.plan(spec, "main", dims, free_bytes=tight.budget_bytes * 10 // 9 + 10, l2_bytes=60 * 2**20, level=1)
+    assert tight1.max_sets == 1
+    smallest = mem.plan(spec, "main", dims, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20, level=mem.SMALLEST)
+    assert (smallest.max_sets, smallest.stale) == (1, False)
+    assert smallest.workspace_bytes == 2 * plenty.workspace_bytes
+    none = mem.plan(spec, "main", dims, free_bytes=2 * mem.GiB, l2_bytes=60 * 2**20)
+    assert not none.fits
+    assert "does not fit in device memory" in none.refusal() and "usable" in none.refusal()
+
+
+def test_a_call_many_times_the_l2_is_cold_anyway():
+    spec = vector_add_spec()
+    huge = mem.plan(spec, "main", {"rows": 65536, "cols": 32768}, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20)
+    assert huge.cold_anyway and huge.call_bytes == 3 * 65536 * 32768 * 2
+
+
+@pytest.mark.parametrize(("text", "value"), [("40GiB", 40 * 2**30), ("512 MiB", 512 * 2**20), ("1e9", 10**9),
+                                             ("2gb", 2 * 10**9)])
+def test_memory_amounts_parse(text, value):
+    assert mem.parse_bytes(text) == value
+
+
+def test_a_bad_memory_amount_is_one_line():
+    with pytest.raises(KernelTuiError, match="not an amount of memory: '40 parsecs'"):
+        mem.parse_bytes("40 parsecs")
+
+
+def test_out_of_memory_errors_are_recognised_with_what_they_asked_for():
+    cuda = RuntimeError("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 139 GiB")
+    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                       "you tried to allocate 35184372088832 bytes. Error code 12")
+    assert mem.is_out_of_memory(cuda) and mem.requested_bytes(cuda) == 6 * mem.GiB
+    assert mem.is_out_of_memory(cpu) and mem.requested_bytes(cpu) == 2**45
+    out_of_resources = type("OutOfResources", (Exception,), {})("out of memory: shared memory")
+    assert not mem.is_out_of_memory(out_of_resources)  # shared memory: a compile error, not this
+    assert not mem.is_out_of_memory(RuntimeError("index out of range"))
+
+
+# --- end to end on the CPU interpreter -------------------------------------------------------------
+
+def task_with_timed_shape(tmp_path, reference_extra: str = ""):
+    """vector_add, timed on the CPU at a shape that the CPU's correctness cases never run."""
+    root = tmp_path / "task"
+    root.mkdir()
+    (root / "baseline.py").write_text(ADD_SOURCE)
+    ref = (FIXTURES / "vector_add" / "reference.py").read_text()
+    (root / "reference.py").write_text(ref.replace("    total = x.float()", reference_extra + "    total = x.float()"))
+    data = json.loads((FIXTURES / "vector_add" / "task.json").read_text())
+    data["correctness"]["shapes"].append({"name": "timed", "dims": TIMED})
+    data["benchmark"]["interpreterShape"] = "timed"
+    (root / "task.json").write_text(json.dumps(data))
+    return load_task(root)
+
+
+def budget_for_sets(task, sets: float) -> int:
+    """A fake free memory that the CPU's timing shape plans exactly int(sets) sets in."""
+    p = mem.plan(task.spec, "timed", TIMED, free_bytes=2**50, l2_bytes=0)
+    need = p.workspace_bytes + p.scratch_bytes + p.flush_bytes + sets * p.set_bytes
+    return math.ceil(need / (1 - mem.HEADROOM))
+
+
+def test_a_small_fake_budget_forces_one_set_and_the_gate_still_decides(tmp_path):
+    task = task_with_timed_shape(tmp_path)
+    roomy = Evaluator(task, device="cpu")
+    wide = roomy.evaluate(ADD_SOURCE)
+    assert wide.status is Status.ok and wide.blocks[0].rotating_sets == 2
+    small = Evaluator(task, device="cpu", memory_budget=budget_for_sets(task, 1.5))
+    res = small.evaluate(ADD_SOURCE)
+    assert res.status is Status.ok, res.reason
+    assert res.verdict is not None and res.verdict.decision in ("accept", "reject")
+    assert all(b.rotating_sets == 1 and b.memory is not None and b.memory.max_sets == 1 for b in res.blocks)
+    assert res.memory_retries == [] and res.peak_memory_bytes is None  # no GPU: no device peak
+    roomy.close()
+    small.close()
+
+
+def test_a_budget_below_one_set_is_refused_as_the_evaluators_fault(tmp_path):
+    task = task_with_timed_shape(tmp_path)
+    ev = Evaluator(task, device="cpu", memory_budget=budget_for_sets(task, 0.5))
+    res = ev.evaluate(ADD_SOURCE)
+    assert res.status is Status.evaluator_fault, res.reason
+    assert "does not fit in device memory" in res.reason
+    ev.close()
+
+
+def test_the_evaluators_own_out_of_memory_is_retried_smaller_and_never_the_candidates(tmp_path):
+    # the reference (the evaluator's side) runs out of memory at the timing shape only
+    oom = "    if x.numel() == 90000:\n        torch.empty(2**45, dtype=torch.uint8)\n"
+    task = task_with_timed_shape(tmp_path, oom)
+    ev = Evaluator(task, device="cpu")
+    res = ev.evaluate(ADD_SOURCE)
+    assert res.status is Status.evaluator_fault, res.reason
+    assert res.status is not Status.runtime_error
+    assert "the evaluator ran out of memory" in res.reason
+    assert len(res.memory_retries) == mem.MAX_LEVEL and ev.memory_level == mem.MAX_LEVEL
+    assert "retried with a smaller memory plan (level 1)" in res.memory_retries[0]
+    ev.close()
+
+
+@pytest.mark.parametrize("where", ["correctness", "timing"])
+def test_a_candidate_that_asks_for_too_much_is_named(tmp_path, where):
+    task = task_with_timed_shape(tmp_path)
+    when = "True" if where == "correctness" else "n_elements == 90000"
+    greedy = ADD_SOURCE.replace(
+        "    grid = (", f"    if {when}:\n        torch.empty(2**45, dtype=torch.uint8)  # 32 TiB\n    grid = (", 1)
+    ev = Evaluator(task, device="cpu")
+    res = ev.evaluate(greedy)
+    assert res.status is Status.runtime_error, res.reason
+    assert "the candidate ran out of memory asking for 32768.00 GiB" in res.reason
+    assert res.memory_retries == []  # the candidate's fault: nothing to retry
+    ev.close()
+
+
+# --- the session: an evaluator fault judges nothing --------------------------------------------------
+
+class FaultsOnce(Evaluator):
+    """An evaluator whose first evaluation ran out of memory for its own buffers, even at its smallest plan."""
+
+    faults = 1
+
+    def evaluate(self, candidate, incumbent=None, **kw):
+        if self.faults:
+            self.faults -= 1
+            return EvalResult(status=Status.evaluator_fault, device=self.device,
+                              reason="during timing: the evaluator ran out of memory with its own buffers")
+        return super().evaluate(candidate, incumbent, **kw)
+
+
+def test_an_evaluator_fault_leaves_the_round_pending_and_the_run_complete(tmp_path):
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = FaultsOnce(ws.task, device="cpu", workdir=ws.root / ".work")
+    events = []
+    summary = Session(ws, ev, ReplayProposer(CANDIDATES / "vector_add"), max_steps=1, on_event=events.append).run()
+    assert ws.trajectory() == []  # no verdict: nothing was learnt of the candidate
+    (pending,) = ws.pending()
+    assert pending[0] == 1
+    assert summary is not None and summary.stopped_because.startswith("round 1 not judged: during timing")
+    status = json.loads((ws.root / "agent-status.json").read_text())
+    assert status["status"] == "complete_with_warning"  # the re-test ran: not incomplete because of it
+    assert any("round 1 not judged" in w and "not the candidate's" in w for w in status["warnings"])
+    assert any(e.kind == "idle" and "round 1 not judged" in e.text for e in events)
+    # the run goes on: the pending round is judged, as the candidate it is
+    Session(ws, ev, ReplayProposer(CANDIDATES / "vector_add"), max_steps=1).run()
+    (line,) = ws.trajectory()
+    assert line.round == 1 and line.commit == pending[1].hexsha and line.status == "ok"
