@@ -151,11 +151,11 @@ def test_is_interpreter():
 # --------------------------------------------------------------------------------------------
 
 
-def test_full_workspace_writes_report_and_three_pngs(tmp_path):
+def test_full_workspace_writes_report_and_four_pngs(tmp_path):
     ws = make_workspace(tmp_path / "ws")
     written = write_report(ws)
     names = {p.name for p in written}
-    assert names == {"report.md", "rounds_overview.png", "process_timeline.png", "status_breakdown.png"}
+    assert names == {"report.md", "rounds_overview.png", "process_timeline.png", "status_breakdown.png", "roofline.png"}
     for p in written:
         assert p.parent == ws
         if p.suffix == ".png":
@@ -233,7 +233,7 @@ def test_empty_workspace_still_yields_a_report_saying_what_is_missing(tmp_path):
     ws.mkdir()
     shutil.copy(TASK, ws / "task.json")
     written = write_report(ws)
-    assert len(written) == 4
+    assert len(written) == 5
     for name in ("rounds_overview.png", "process_timeline.png", "status_breakdown.png"):
         assert_png(ws / name)
     md = (ws / "report.md").read_text()

@@ -30,6 +30,28 @@ print(json.dumps({"device_name": p.name, "copy_bandwidth_bytes_per_s": 2 * n / m
 """
 
 
+# The compute roof: torch.matmul of n×n×n in each dtype, 2n³ FLOP per call, best of 10 after warm-up
+# (float32 with TF32 off: the roof of exact fp32 arithmetic).
+_MATMUL_PEAK = """
+import json, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+n = 8192
+peaks = {}
+for name in ("float16", "bfloat16", "float32"):
+    dt = getattr(torch, name)
+    a = torch.randn(n, n, device="cuda", dtype=dt); b = torch.randn(n, n, device="cuda", dtype=dt)
+    for _ in range(3): a @ b
+    best = float("inf")
+    for _ in range(10):
+        s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
+        s.record(); a @ b; e.record(); e.synchronize(); best = min(best, s.elapsed_time(e) / 1e3)
+    peaks[name] = 2 * n**3 / best
+    del a, b
+print(json.dumps({"matmul_flops_per_s": peaks,
+                  "matmul_method": f"torch.matmul {n}x{n}x{n}, 2n^3 FLOP, best of 10 after 3 warm-up; float32 with TF32 off"}))
+"""
+
+
 _FREE_MEMORY = """
 import json, torch
 free, total = torch.cuda.mem_get_info()
@@ -72,4 +94,8 @@ def measure(evaluator: Evaluator) -> dict:
         data = _child(_COPY_BANDWIDTH, "cuda")
     except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         return {"device": "cuda", "error": f"copy bandwidth not measured: {exc}"}
+    try:
+        data.update(_child(_MATMUL_PEAK, "cuda"))
+    except (subprocess.TimeoutExpired, ValueError, IndexError) as exc:  # the bytes-only roofline still holds
+        data["matmul_error"] = f"matmul peak not measured: {exc}"
     return {"device": "cuda", **data}

@@ -1,11 +1,19 @@
 """Figures derived from a run's records, each computed in one place for the report, the history and
-the screen: the baseline's latency and the share of the roofline a latency reaches."""
+the screen: the baseline's latency and the share of the roofline a latency reaches.
+
+The roofline has two roofs, both measured on this machine (hardware.json): the copy bandwidth and the
+peak of torch.matmul in the task's dtype. A call's floor is the longer of its cost-model bytes at that
+bandwidth and its cost-model FLOPs at that peak; the share of the roofline is floor / latency, and the
+longer of the two names what bounds it. Where no peak was measured (or the cost model counts no FLOPs),
+the bytes alone make the floor, as before.
+"""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
@@ -57,3 +65,78 @@ def roofline(nbytes: float | None, latency: float | None, bandwidth: float | Non
     if nbytes is None or nbytes <= 0:
         return None, "the cost model gives no bytes"
     return nbytes / latency / bandwidth, ""
+
+
+def matmul_peak(hardware: Mapping[str, Any] | None, dtype: str) -> float | None:
+    """The measured torch.matmul FLOP/s in `dtype` (hardware.json), or None where none was measured."""
+    peaks = (hardware or {}).get("matmul_flops_per_s")
+    peak = peaks.get(dtype) if isinstance(peaks, Mapping) else None
+    return float(peak) if isinstance(peak, (int, float)) and peak > 0 else None
+
+
+def compute_dtype(spec: TaskSpec) -> str:
+    """The dtype the compute roof is taken in: the first floating-point output's (else the first tensor's)."""
+    floats = [t.dtype for t in spec.tensors if t.kind == "output" and t.dtype.startswith(("float", "bfloat"))]
+    return floats[0] if floats else next((t.dtype for t in spec.tensors if t.kind != "scalar"), "float32")
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one latency sits under the roofline."""
+
+    fraction: float  # floor / latency: 1.0 is on the roof
+    bound: Literal["memory", "compute"]  # the longer of the two floors
+    bytes_per_s: float
+    flops_per_s: float | None
+
+    @property
+    def words(self) -> str:
+        return f"{self.bound}-bound"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """A task's roofline on this machine: cost-model bytes and FLOPs per call against measured roofs.
+    `why` says what is missing when there is no roofline at all."""
+
+    nbytes: float | None = None
+    flops: float | None = None
+    bandwidth: float | None = None
+    peak: float | None = None  # FLOP/s; None: the bytes alone make the floor
+    dtype: str = ""
+    why: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.nbytes and self.bandwidth)
+
+    @property
+    def intensity(self) -> float | None:
+        return self.flops / self.nbytes if self.flops and self.nbytes else None
+
+    def place(self, latency: float | None) -> Place | None:
+        if not self.usable or latency is None or latency <= 0:
+            return None
+        assert self.nbytes is not None and self.bandwidth is not None
+        memory_floor = self.nbytes / self.bandwidth
+        compute_floor = self.flops / self.peak if self.flops and self.peak else 0.0
+        bound: Literal["memory", "compute"] = "compute" if compute_floor > memory_floor else "memory"
+        return Place(fraction=max(memory_floor, compute_floor) / latency, bound=bound,
+                     bytes_per_s=self.nbytes / latency, flops_per_s=self.flops / latency if self.flops else None)
+
+
+def roof(spec: TaskSpec | None, hardware: Mapping[str, Any] | None) -> Roof:
+    """The task's roofline from its cost model at the benchmark shape and hardware.json."""
+    bandwidth = copy_bandwidth(hardware)
+    if bandwidth is None:
+        return Roof(why=NO_BANDWIDTH)
+    nbytes, why = benchmark_bytes(spec)
+    if nbytes is None or spec is None:
+        return Roof(bandwidth=bandwidth, why=why)
+    try:
+        flops = spec.cost_at(spec.shape)[0]
+    except COST_MODEL_ERRORS:
+        flops = 0.0
+    dtype = compute_dtype(spec)
+    return Roof(nbytes=nbytes, flops=flops if flops > 0 else None, bandwidth=bandwidth,
+                peak=matmul_peak(hardware, dtype), dtype=dtype)

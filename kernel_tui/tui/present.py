@@ -52,15 +52,14 @@ def unified(old: str, new: str, old_label: str, new_label: str) -> str:
 # --- the best version --------------------------------------------------------------------------------
 
 def roofline(ws: Workspace, device: str, latency: float | None) -> str:
-    """bytes of the cost model at the benchmark shape / latency / measured copy bandwidth."""
+    """The latency's share of the task's roofline (metrics.Roof) and what bounds it, or why there is none."""
     if device == "cpu":
         return "roofline n/a on the CPU interpreter"
-    bandwidth = metrics.copy_bandwidth(ws.read_json("hardware.json"))
-    nbytes, why_not = metrics.benchmark_bytes(ws.task.spec) if bandwidth and latency else (None, "")
-    fraction, why = metrics.roofline(nbytes, latency, bandwidth)
-    if fraction is None:
-        return f"roofline n/a ({why_not or why})"
-    return f"{percent(fraction, digits=1, signed=False)} of roofline"
+    roof = metrics.roof(ws.task.spec, ws.read_json("hardware.json"))
+    place = roof.place(latency)
+    if place is None:
+        return f"roofline n/a ({roof.why or 'no latency yet'})"
+    return f"{percent(place.fraction, digits=1, signed=False)} of roofline, {place.words}"
 
 
 def best_view(ws: Workspace, device: str) -> BestView:

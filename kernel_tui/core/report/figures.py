@@ -1,4 +1,4 @@
-"""The three PNG figures. matplotlib is imported only here, lazily, with the Agg backend; a figure that
+"""The four PNG figures. matplotlib is imported only here, lazily, with the Agg backend; a figure that
 cannot be drawn becomes a placeholder with a note, never a failed report."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PER
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
 
-FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png")
+FIGURES = ("rounds_overview.png", "process_timeline.png", "status_breakdown.png", "roofline.png")
 REJECTED = REJECTED_BY_GATE
 
 
@@ -231,11 +231,76 @@ def _plot_statuses(path: Path, r: RunRecords) -> None:
     plt.close(fig)
 
 
+def _versions(r: RunRecords) -> list[tuple[str, float, bool]]:
+    """(label, latency, accepted) of the baseline and every verdict with a latency."""
+    out: list[tuple[str, float, bool]] = []
+    baseline, _ = r.baseline_latency()
+    if baseline is not None:
+        out.append(("baseline", baseline, True))
+    out += [(f"round {ln.round}", ln.latency, ln.accepted) for ln in r.lines if ln.latency]
+    return out
+
+
+def _plot_roofline(path: Path, r: RunRecords) -> None:
+    """Every version as a point under the measured roofs: achieved FLOP/s against the task's arithmetic
+    intensity (all versions share it: the cost model is the task's), or achieved bytes/s per round where
+    there is no compute roof."""
+    roof = r.roofline_inputs()
+    if not roof.usable:
+        _note_figure(path, r, "roofline", f"no roofline: {roof.why}")
+        return
+    assert roof.nbytes is not None and roof.bandwidth is not None
+    versions = _versions(r)
+    if not versions:
+        _note_figure(path, r, "roofline", "no version has a latency yet")
+        return
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5))
+    intensity = roof.intensity
+    if intensity is not None and roof.peak:
+        room = _suptitle(fig, r, f"roofline: {roof.dtype} matmul peak {roof.peak / 1e12:.0f} TFLOP/s, "
+                                 f"copy {roof.bandwidth / 1e12:.2f} TB/s")
+        ridge = roof.peak / roof.bandwidth
+        lo, hi = min(intensity, ridge) / 30, max(intensity, ridge) * 30
+        xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+        ax.plot(xs, [min(roof.peak, x * roof.bandwidth) for x in xs], color="black", lw=1.5, label="roof")
+        for name, seconds, accepted in versions:
+            ax.plot(intensity, roof.flops / seconds, "*" if accepted else "o", ms=11 if accepted else 7,  # type: ignore[operator]
+                    color="goldenrod" if name == "baseline" else ("seagreen" if accepted else "gray"),
+                    mfc="none" if not accepted else None, label=None)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.axvline(intensity, color="steelblue", lw=0.8, ls=":")
+        ax.set_xlabel("arithmetic intensity (cost-model FLOP / byte)")
+        ax.set_ylabel("achieved FLOP/s")
+    else:
+        why = "no matmul peak measured" if roof.flops else "the cost model counts no FLOPs"
+        room = _suptitle(fig, r, f"bandwidth roof {roof.bandwidth / 1e12:.2f} TB/s ({why})")
+        for i, (name, seconds, accepted) in enumerate(versions):
+            ax.plot(i, roof.nbytes / seconds / 1e12, "*" if accepted else "o", ms=11 if accepted else 7,
+                    color="goldenrod" if name == "baseline" else ("seagreen" if accepted else "gray"),
+                    mfc="none" if not accepted else None)
+        ax.axhline(roof.bandwidth / 1e12, color="black", lw=1.5)
+        ax.set_xticks(range(len(versions)), [v[0] for v in versions], rotation=60, fontsize=7)
+        ax.set_ylabel("achieved TB/s (cost-model bytes / latency)")
+        ax.set_ylim(0, roof.bandwidth / 1e12 * 1.15)
+    best = min(versions, key=lambda v: v[1])
+    place = roof.place(best[1])
+    if place is not None:
+        ax.set_title(f"fastest: {best[0]}, {format_latency(best[1])}, {place.fraction:.1%} of roofline, {place.words}",
+                     fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout(rect=(0, 0, 1, room))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def draw_figures(ws: Path, records: RunRecords) -> tuple[list[Path], list[str]]:
     """Every figure into the workspace: (the paths written, notes on the figures that failed)."""
     plotters = {"rounds_overview.png": (_plot_rounds, "rounds overview"),
                 "process_timeline.png": (_plot_timeline, "process timeline"),
-                "status_breakdown.png": (_plot_statuses, "status breakdown")}
+                "status_breakdown.png": (_plot_statuses, "status breakdown"),
+                "roofline.png": (_plot_roofline, "roofline")}
     written: list[Path] = []
     notes: list[str] = []
     for name in FIGURES:

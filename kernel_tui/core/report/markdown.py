@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from kernel_tui.core.metrics import COST_MODEL_ERRORS
+from kernel_tui.core.metrics import COST_MODEL_ERRORS, Roof
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
 from kernel_tui.core.report.text import MISSING, cell, format_latency, pct, roof_pct
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label, run_status_label
@@ -30,7 +30,7 @@ def _section_missing(r: RunRecords) -> list[str]:
     return out + [""]
 
 
-def _section_task(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list[str]:
+def _section_task(r: RunRecords, roof: Roof) -> list[str]:
     out = ["## Task and baseline", ""]
     if r.spec is None:
         out += [f"- Task: **{r.task_name}** (no readable task.json: shape, cost model and threshold unknown)"]
@@ -50,9 +50,8 @@ def _section_task(r: RunRecords, roof: tuple[float | None, float | None, str]) -
                        f"({', '.join(f'{k}={v}' for k, v in t.dims.items())}), not at the shape above")
         out.append(f"- Accept threshold: min improvement {s.optimization.min_improvement_fraction:.1%}")
     latency, source = r.baseline_latency()
-    nbytes, bw, why = roof
     if latency is not None:
-        roof_text = f", {roof_pct(latency, nbytes, bw)} of roofline" if nbytes else ""
+        roof_text = f", {roof_pct(latency, roof)} of roofline" if roof.usable else ""
         out.append(f"- Baseline latency: {format_latency(latency)}{roof_text} (from {source})")
     else:
         out.append("- Baseline latency: unknown")
@@ -61,9 +60,24 @@ def _section_task(r: RunRecords, roof: tuple[float | None, float | None, str]) -
                    f"{cell(r.baseline_eval.get('reason', ''), 160)}")
     if r.summary is not None:
         out.append(f"- Baseline commit: `{r.summary.baseline_commit[:12]}`")
-    if not nbytes:
-        out.append(f"- % of roofline: not given ({why})")
+    if not roof.usable:
+        out.append(f"- % of roofline: not given ({roof.why})")
+    else:
+        out.append(f"- Roofline: {_roof_words(roof)}")
     return out + [""]
+
+
+def _roof_words(roof: Roof) -> str:
+    """The roofs a latency is held against, in words."""
+    assert roof.bandwidth is not None and roof.nbytes is not None
+    memory = f"{roof.nbytes:.4g} bytes per call at {roof.bandwidth / 1e9:.0f} GB/s = {format_latency(roof.nbytes / roof.bandwidth)}"
+    if roof.flops and roof.peak:
+        compute = (f"{roof.flops:.4g} FLOP at the {roof.dtype} matmul peak {roof.peak / 1e12:.1f} TFLOP/s = "
+                   f"{format_latency(roof.flops / roof.peak)}")
+        bound = "compute" if roof.flops / roof.peak > roof.nbytes / roof.bandwidth else "memory"
+        return f"floor = the longer of {memory} and {compute}: {bound}-bound; % of roofline = floor / latency"
+    why = "no matmul peak measured" if roof.flops else "the cost model counts no FLOPs"
+    return f"floor = {memory} ({why}: bytes alone); % of roofline = floor / latency"
 
 
 def _section_environment(r: RunRecords) -> list[str]:
@@ -81,6 +95,10 @@ def _section_environment(r: RunRecords) -> list[str]:
     bw = hw.get("copy_bandwidth_bytes_per_s")
     if isinstance(bw, (int, float)):
         out.append(f"- measured copy bandwidth: {bw / 1e9:.1f} GB/s")
+    peaks = hw.get("matmul_flops_per_s")
+    if isinstance(peaks, dict) and peaks:
+        shown = ", ".join(f"{k} {v / 1e12:.1f} TFLOP/s" for k, v in peaks.items() if isinstance(v, (int, float)))
+        out.append(f"- measured matmul peak: {shown} ({cell(hw.get('matmul_method', ''))})")
     for key in ("statement", "error"):
         if hw.get(key):
             out.append(f"- hardware: {cell(hw[key], 200)}")
@@ -153,17 +171,17 @@ def _summary_staleness(r: RunRecords) -> str:
     return "; ".join(why)
 
 
-def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str], cap: int = 60) -> list[str]:
+def _section_attempts(r: RunRecords, roof: Roof, cap: int = 60) -> list[str]:
     out = ["## Key attempts", ""]
     if not r.lines:
         return out + ["No verdicts yet.", ""]
-    nbytes, bw, _ = roof
+    shown_roof = roof.usable
     shown = r.lines
     if len(shown) > cap:  # every accept, then the latest of the others
         others = [ln for ln in r.lines if not ln.accepted]
         keep = {id(ln) for ln in r.lines if ln.accepted} | {id(ln) for ln in others[len(others) - cap:]}
         shown = [ln for ln in r.lines if id(ln) in keep]
-    roof_head, roof_sep = (" % roofline |", "---|") if nbytes else ("", "")
+    roof_head, roof_sep = (" % roofline |", "---|") if shown_roof else ("", "")
     # only where some evaluation recorded a peak (none does on the CPU interpreter)
     memory = any(ln.peak_memory_bytes is not None for ln in shown)
     mem_head, mem_sep = (" peak memory |", "---|") if memory else ("", "")
@@ -177,7 +195,7 @@ def _section_attempts(r: RunRecords, roof: tuple[float | None, float | None, str
         verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
         ci = f" [{pct(ln.ci_low)}, {pct(ln.ci_high)}]" if ln.ci_low is not None and ln.ci_high is not None else ""
         p = f"{ln.p_value:.3g}" if ln.p_value is not None else "—"
-        roof_cell = f" {roof_pct(ln.latency, nbytes, bw)} |" if nbytes else ""
+        roof_cell = f" {roof_pct(ln.latency, roof)} |" if shown_roof else ""
         mem_cell = f" {memory_bytes(ln.peak_memory_bytes, missing=MISSING)} |" if memory else ""
         out.append(f"| {ln.round} | {cell(ln.change, 60)} | {cell(prop, 40)} | {verdict} | "
                    f"{format_latency(ln.latency)} | {format_latency(ln.incumbent_latency)} |{roof_cell}{mem_cell} "
@@ -204,7 +222,7 @@ def _section_shapes(r: RunRecords) -> list[str]:
     return out + [""]
 
 
-def _section_retest(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list[str]:
+def _section_retest(r: RunRecords, roof: Roof) -> list[str]:
     out = ["## Final re-test", ""]
     c = r.comparison
     if c is None:
@@ -222,8 +240,7 @@ def _section_retest(r: RunRecords, roof: tuple[float | None, float | None, str])
     if c.runs:
         inc = statistics.median(s.incumbent_median for s in c.runs)
         cand = statistics.median(s.candidate_median for s in c.runs)
-        nbytes, bw, _ = roof
-        parts = [f"{who} {format_latency(v)}" + (f" ({roof_pct(v, nbytes, bw)} of roofline)" if nbytes else "")
+        parts = [f"{who} {format_latency(v)}" + (f" ({roof_pct(v, roof)} of roofline)" if roof.usable else "")
                  for who, v in (("baseline", inc), ("best version", cand))]
         out.append(f"- Median of run medians: {', '.join(parts)}")
     if c.improvement_range is not None:
@@ -248,7 +265,7 @@ def _retest_staleness(r: RunRecords) -> str:
             f"`{b.commit[:12]}`; its figures do not describe the current best (run the final comparison again).")
 
 
-def _limits(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list[str]:
+def _limits(r: RunRecords, roof: Roof) -> list[str]:
     notes = []
     if not r.summary_best_is_current and r.comparison is not None:
         notes.append(f"The final re-test is stale: {_retest_staleness(r)}")
@@ -288,8 +305,8 @@ def _limits(r: RunRecords, roof: tuple[float | None, float | None, str]) -> list
         notes.append(f"{len(r.skipped_lines)} corrupt line(s) of trajectory.jsonl were skipped.")
     if r.missing:
         notes.append(f"Missing records: {', '.join(r.missing)}.")
-    if not roof[0] and not r.interpreter:
-        notes.append(f"No % of roofline: {roof[2]}.")
+    if not roof.usable and not r.interpreter:
+        notes.append(f"No % of roofline: {roof.why}.")
     return ["## Limits", ""] + [f"- {n}" for n in notes or ["None noted."]] + [""]
 
 
@@ -309,7 +326,10 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
             "Process timeline: every verdict at its wall time, by outcome.", "",
             "![process timeline](process_timeline.png)", "",
             "Status breakdown: verdicts per outcome, accepted apart from rejected by the gate.", "",
-            "![status breakdown](status_breakdown.png)", ""]
+            "![status breakdown](status_breakdown.png)", "",
+            "Roofline: the baseline and every version with a latency (star = baseline or accepted) against "
+            "the measured roofs (copy bandwidth; torch.matmul's peak in the task's dtype).", "",
+            "![roofline](roofline.png)", ""]
     out += [f"- figure problem: {cell(n)}" for n in figure_notes]
     out += _section_attempts(r, roof) + _section_shapes(r) + _section_retest(r, roof) + _limits(r, roof)
     return "\n".join(out).rstrip() + "\n"

@@ -110,17 +110,11 @@ class RunRecords:
             return first.incumbent_latency, f"incumbent latency measured in round {first.round}"
         return None, ""
 
-    def roofline_inputs(self) -> tuple[float | None, float | None, str]:
-        """(bytes per call, bandwidth bytes/s, why not) for % of roofline = bytes / latency / bandwidth."""
+    def roofline_inputs(self) -> metrics.Roof:
+        """The task's roofline: cost-model bytes and FLOPs against the measured bandwidth and matmul peak."""
         if self.interpreter:
-            return None, None, "CPU interpreter timings: no roofline applies"
-        bw = metrics.copy_bandwidth(self.hardware)
-        if bw is None:
-            return None, None, metrics.NO_BANDWIDTH
-        nbytes, why = metrics.benchmark_bytes(self.spec)
-        if nbytes is None:
-            return None, None, why
-        return nbytes, bw, ""
+            return metrics.Roof(why="CPU interpreter timings: no roofline applies")
+        return metrics.roof(self.spec, self.hardware)
 
 
 def _read_json(path: Path, problems: list[str], missing: list[str]) -> Any:

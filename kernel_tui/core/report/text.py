@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel_tui.core.metrics import roofline
+from kernel_tui.core.metrics import Roof
 from kernel_tui.format import latency, percent
 
 MISSING = "—"  # the report's mark for no value
@@ -19,9 +19,10 @@ def pct(fraction: float | None) -> str:
     return percent(fraction, missing=MISSING)
 
 
-def roof_pct(seconds: float | None, nbytes: float | None, bw: float | None) -> str:
-    """The % of roofline a latency reaches, "21.0%"."""
-    return percent(roofline(nbytes, seconds, bw)[0], missing=MISSING, digits=1, signed=False)
+def roof_pct(seconds: float | None, roof: Roof) -> str:
+    """The % of roofline a latency reaches, "21.0%" (what bounds it is the task's: the report says it once)."""
+    place = roof.place(seconds)
+    return percent(place.fraction if place else None, missing=MISSING, digits=1, signed=False)
 
 
 def cell(text: Any, limit: int = 0) -> str:

@@ -1,0 +1,105 @@
+"""The roofline on two measured roofs: copy bandwidth and torch.matmul's peak in the task's dtype."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from kernel_tui.core import hardware, metrics
+from kernel_tui.core.report import load_records, write_report
+from kernel_tui.core.task import load_task
+from tests.conftest import FIXTURES
+from tests.test_report import assert_png, make_workspace
+
+PEAKS = {"float16": 800e12, "bfloat16": 790e12, "float32": 50e12}
+
+
+def test_without_a_peak_the_bytes_alone_make_the_floor():
+    spec = load_task(FIXTURES / "vector_add").spec
+    roof = metrics.roof(spec, {"copy_bandwidth_bytes_per_s": 4e12})
+    place = roof.place(40e-6)
+    assert place is not None and place.bound == "memory"
+    assert place.fraction == pytest.approx(3 * 4096 * 2048 * 2 / 40e-6 / 4e12)
+    assert metrics.roof(spec, {}).why == metrics.NO_BANDWIDTH and metrics.roof(spec, {}).place(1e-5) is None
+
+
+def test_a_matmul_is_held_against_the_compute_roof_of_its_dtype():
+    spec = load_task(FIXTURES / "matmul").spec
+    assert metrics.compute_dtype(spec) == "float16"
+    roof = metrics.roof(spec, {"copy_bandwidth_bytes_per_s": 4e12, "matmul_flops_per_s": PEAKS})
+    flops, nbytes = spec.cost_at(spec.shape)
+    assert roof.peak == 800e12 and roof.flops == flops and roof.intensity == pytest.approx(flops / nbytes)
+    latency = 2 * flops / 800e12  # half the compute roof's speed
+    place = roof.place(latency)
+    assert place is not None and place.bound == "compute" and place.fraction == pytest.approx(0.5)
+    assert place.flops_per_s == pytest.approx(400e12) and place.words == "compute-bound"
+    # an elementwise task stays memory-bound with the compute roof known
+    add = metrics.roof(load_task(FIXTURES / "vector_add").spec, {"copy_bandwidth_bytes_per_s": 4e12,
+                                                                 "matmul_flops_per_s": PEAKS})
+    assert add.place(40e-6).bound == "memory"  # type: ignore[union-attr]
+
+
+def test_a_broken_peak_in_hardware_json_is_no_peak():
+    assert metrics.matmul_peak({"matmul_flops_per_s": {"float16": "fast"}}, "float16") is None
+    assert metrics.matmul_peak({"matmul_flops_per_s": [1, 2]}, "float16") is None
+    assert metrics.matmul_peak(None, "float16") is None
+
+
+def matmul_workspace(tmp_path, peaks):
+    ws = make_workspace(tmp_path / "ws")
+    shutil.copy(FIXTURES / "matmul" / "task.json", ws / "task.json")
+    hw = {"copy_bandwidth_bytes_per_s": 4.0e12, **({"matmul_flops_per_s": peaks, "matmul_method": "torch.matmul"} if peaks else {})}
+    (ws / "hardware.json").write_text(json.dumps(hw))
+    return ws
+
+
+def test_the_report_states_both_roofs_and_draws_every_version_under_them(tmp_path):
+    ws = matmul_workspace(tmp_path, PEAKS)
+    write_report(ws)
+    md = (ws / "report.md").read_text()
+    assert "measured matmul peak: float16 800.0 TFLOP/s" in md
+    roofline_line = next(ln for ln in md.splitlines() if ln.startswith("- Roofline: "))
+    assert "the longer of" in roofline_line and "compute-bound" in roofline_line
+    assert "![roofline](roofline.png)" in md
+    assert_png(ws / "roofline.png")
+    roof = load_records(ws).roofline_inputs()
+    assert roof.peak == 800e12 and roof.dtype == "float16"
+
+
+def test_without_a_peak_the_report_says_bytes_alone(tmp_path):
+    ws = matmul_workspace(tmp_path, None)
+    write_report(ws)
+    md = (ws / "report.md").read_text()
+    assert "no matmul peak measured: bytes alone" in md
+    assert_png(ws / "roofline.png")
+
+
+def test_the_hardware_figures_keep_the_bandwidth_when_the_matmul_fails(monkeypatch):
+    calls = []
+
+    def child(code, device, timeout=120):
+        calls.append(code)
+        if "torch.matmul" in code or "a @ b" in code:
+            raise ValueError("no JSON")
+        return {"copy_bandwidth_bytes_per_s": 4.27e12}
+
+    monkeypatch.setattr(hardware, "_child", child)
+    data = hardware.measure(type("Ev", (), {"device": "cuda"})())  # type: ignore[arg-type]
+    assert data["copy_bandwidth_bytes_per_s"] == 4.27e12 and "matmul peak not measured" in data["matmul_error"]
+    assert len(calls) == 2
+
+
+def test_the_screen_names_what_bounds_the_best_version():
+    from types import SimpleNamespace
+
+    from kernel_tui.tui import present
+
+    spec = load_task(FIXTURES / "matmul").spec
+    ws = SimpleNamespace(task=SimpleNamespace(spec=spec),
+                         read_json=lambda name: {"copy_bandwidth_bytes_per_s": 4e12, "matmul_flops_per_s": PEAKS})
+    flops = spec.cost_at(spec.shape)[0]
+    assert present.roofline(ws, "cuda", 4 * flops / 800e12) == "25.0% of roofline, compute-bound"  # type: ignore[arg-type]
+    assert present.roofline(ws, "cuda", None) == "roofline n/a (no latency yet)"  # type: ignore[arg-type]
+    assert present.roofline(ws, "cpu", 1e-3) == "roofline n/a on the CPU interpreter"  # type: ignore[arg-type]
