@@ -103,3 +103,26 @@ def test_the_screen_names_what_bounds_the_best_version():
     assert present.roofline(ws, "cuda", 4 * flops / 800e12) == "25.0% of roofline, compute-bound"  # type: ignore[arg-type]
     assert present.roofline(ws, "cuda", None) == "roofline n/a (no latency yet)"  # type: ignore[arg-type]
     assert present.roofline(ws, "cpu", 1e-3) == "roofline n/a on the CPU interpreter"  # type: ignore[arg-type]
+
+
+def test_the_agent_is_told_both_roofs_and_what_holds_the_incumbent_back(tmp_path):
+    from types import SimpleNamespace
+
+    from kernel_tui.core.proposers import prompt
+    from kernel_tui.core.proposers.llm_tools import environment_facts
+    from kernel_tui.core.workspace import Workspace
+
+    ws = Workspace.create(FIXTURES / "matmul", path=tmp_path / "ws")
+    (ws.root / "hardware.json").write_text(json.dumps({"copy_bandwidth_bytes_per_s": 4e12, "matmul_flops_per_s": PEAKS}))
+    spec = ws.task.spec
+    flops = spec.cost_at(spec.shape)[0]
+    slow = 10 * flops / 800e12  # 10% of the compute roof: far below both roofs
+    (ws.root / "baseline-evaluation.json").write_text(json.dumps({"status": "ok", "timing": {"candidate": [slow] * 3}}))
+    facts = environment_facts(ws, SimpleNamespace(device="cuda"))  # type: ignore[arg-type]
+    assert facts["matmul_peak_flops_per_s"] == 800e12 and facts["compute_roof_dtype"] == "float16"
+    assert facts["roofline_floor_seconds"] == pytest.approx(flops / 800e12)
+    assert facts["best_roofline_fraction"] == pytest.approx(0.1) and facts["best_bottleneck"] == "latency"
+    text = prompt._roofline(facts)
+    assert "float16 matmul peak 800 TFLOP/s" in text and "reaches 10.0% of that roofline: latency-bound" in text
+    on_cpu = environment_facts(ws, SimpleNamespace(device="cpu"))  # type: ignore[arg-type]
+    assert on_cpu["best_bottleneck"] is None and on_cpu["roofline_floor_seconds"] is None

@@ -80,6 +80,11 @@ def compute_dtype(spec: TaskSpec) -> str:
     return floats[0] if floats else next((t.dtype for t in spec.tensors if t.kind != "scalar"), "float32")
 
 
+# Below this share of its roofline a kernel is held by neither roof but by latency (too little work in
+# flight: occupancy, dependent loads, launch), whichever roof is the longer.
+LATENCY_BOUND_BELOW = 0.25
+
+
 @dataclass(frozen=True)
 class Place:
     """Where one latency sits under the roofline."""
@@ -92,6 +97,11 @@ class Place:
     @property
     def words(self) -> str:
         return f"{self.bound}-bound"
+
+    @property
+    def bottleneck(self) -> Literal["memory", "compute", "latency"]:
+        """What holds the kernel back: the longer roof, or latency when it is far below both."""
+        return "latency" if self.fraction < LATENCY_BOUND_BELOW else self.bound
 
 
 @dataclass(frozen=True)
@@ -114,15 +124,26 @@ class Roof:
     def intensity(self) -> float | None:
         return self.flops / self.nbytes if self.flops and self.nbytes else None
 
-    def place(self, latency: float | None) -> Place | None:
-        if not self.usable or latency is None or latency <= 0:
+    def floors(self) -> tuple[float, float] | None:
+        """(memory floor, compute floor) in seconds per call; the compute floor is 0 without a peak."""
+        if not self.nbytes or not self.bandwidth:
             return None
-        assert self.nbytes is not None and self.bandwidth is not None
-        memory_floor = self.nbytes / self.bandwidth
-        compute_floor = self.flops / self.peak if self.flops and self.peak else 0.0
+        return self.nbytes / self.bandwidth, (self.flops / self.peak if self.flops and self.peak else 0.0)
+
+    @property
+    def floor(self) -> float | None:
+        """The least time a call can take under both roofs."""
+        both = self.floors()
+        return max(both) if both else None
+
+    def place(self, latency: float | None) -> Place | None:
+        both = self.floors()
+        if both is None or latency is None or latency <= 0:
+            return None
+        memory_floor, compute_floor = both
         bound: Literal["memory", "compute"] = "compute" if compute_floor > memory_floor else "memory"
-        return Place(fraction=max(memory_floor, compute_floor) / latency, bound=bound,
-                     bytes_per_s=self.nbytes / latency, flops_per_s=self.flops / latency if self.flops else None)
+        return Place(fraction=max(both) / latency, bound=bound, bytes_per_s=(self.nbytes or 0.0) / latency,
+                     flops_per_s=self.flops / latency if self.flops else None)
 
 
 def roof(spec: TaskSpec | None, hardware: Mapping[str, Any] | None) -> Roof:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from kernel_tui.core import metrics
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import EvalResult, Evaluator
 from kernel_tui.core.proposers.base import Feedback
@@ -171,7 +172,10 @@ def environment_facts(ws: Workspace, evaluator: Evaluator) -> dict[str, Any]:
     shape = spec.timing_shape(device)
     flops, nbytes = spec.cost_at(shape.dims)
     bandwidth = hw.get("copy_bandwidth_bytes_per_s")
-    floor = nbytes / bandwidth if bandwidth and nbytes else None
+    roof = metrics.roof(spec, hw) if device == "cuda" else metrics.Roof(why="CPU interpreter")
+    floor = roof.floor
+    best = best_latency(ws) or baseline_latency(ws)
+    place = roof.place(best)
     return {
         "device": device,
         "device_name": env.get("device_name") or hw.get("device_name"),
@@ -184,9 +188,14 @@ def environment_facts(ws: Workspace, evaluator: Evaluator) -> dict[str, Any]:
         "timing_shape": {"name": shape.name, "dims": shape.dims},
         "cost_per_call": {"flops": flops, "bytes": nbytes, "label": spec.cost_model.label},
         "arithmetic_intensity_flops_per_byte": flops / nbytes if nbytes else None,
+        "matmul_peak_flops_per_s": roof.peak,
+        "compute_roof_dtype": roof.dtype or None,
         "roofline_floor_seconds": floor,
         "baseline_latency_seconds": baseline_latency(ws),
         "best_latency_seconds": best_latency(ws),
+        "best_roofline_fraction": place.fraction if place else None,
+        # memory, compute, or latency (far below both roofs): what holds the incumbent back
+        "best_bottleneck": place.bottleneck if place else None,
         "interpreter": device == "cpu",
     }
 

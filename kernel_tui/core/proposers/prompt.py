@@ -110,11 +110,21 @@ def _roofline(facts: dict) -> str:
         )
     else:
         bw = facts["measured_bandwidth_bytes_per_s"]
+        peak = facts.get("matmul_peak_flops_per_s")
         lines.append(
             f"Device: {facts['device_name'] or 'GPU'}; measured copy bandwidth "
             + (f"{bw / 1e9:.4g} GB/s" if bw else "not measured yet")
-            + f"; roofline floor latency (bytes / bandwidth): {_seconds(facts['roofline_floor_seconds'])}."
+            + (f"; measured {facts['compute_roof_dtype']} matmul peak {peak / 1e12:.4g} TFLOP/s" if peak else "")
+            + f"; roofline floor latency (the longer of bytes / bandwidth and flops / peak): "
+            f"{_seconds(facts['roofline_floor_seconds'])}."
         )
+        if facts.get("best_roofline_fraction") is not None:
+            lines.append(
+                f"The incumbent reaches {facts['best_roofline_fraction']:.1%} of that roofline: "
+                f"{facts['best_bottleneck']}-bound"
+                + (" (far below both roofs: too little work in flight, dependent loads, or launch cost)"
+                   if facts["best_bottleneck"] == "latency" else "") + "."
+            )
     lines.append(
         f"Baseline latency: {_seconds(facts['baseline_latency_seconds'])}; current best: "
         f"{_seconds(facts['best_latency_seconds'] or facts['baseline_latency_seconds'])}."

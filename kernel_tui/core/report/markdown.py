@@ -74,7 +74,8 @@ def _roof_words(roof: Roof) -> str:
     if roof.flops and roof.peak:
         compute = (f"{roof.flops:.4g} FLOP at the {roof.dtype} matmul peak {roof.peak / 1e12:.1f} TFLOP/s = "
                    f"{format_latency(roof.flops / roof.peak)}")
-        bound = "compute" if roof.flops / roof.peak > roof.nbytes / roof.bandwidth else "memory"
+        floors = roof.floors()
+        bound = "compute" if floors and floors[1] > floors[0] else "memory"
         return f"floor = the longer of {memory} and {compute}: {bound}-bound; % of roofline = floor / latency"
     why = "no matmul peak measured" if roof.flops else "the cost model counts no FLOPs"
     return f"floor = {memory} ({why}: bytes alone); % of roofline = floor / latency"
