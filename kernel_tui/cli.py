@@ -118,6 +118,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_check_task(args) -> int:
+    import subprocess
+
     from kernel_tui.core.errors import TaskError
     from kernel_tui.core.evaluator.memory import gib
     from kernel_tui.core.hardware import memory_plans
@@ -129,6 +131,10 @@ def cmd_check_task(args) -> int:
         plans = memory_plans(evaluator)
     except TaskError:
         plans = []  # no shape the CPU can run: the check below says so
+    except (subprocess.TimeoutExpired, OSError, ValueError, IndexError) as exc:  # the device's free memory unknown
+        plans = []
+        if not args.json:
+            print(f"memory    no plan: the device's free memory could not be read ({type(exc).__name__}: {exc})")
     too_big = [p for p in plans if not p.fits]
     if too_big:  # refused before any worker runs out of memory on it
         if args.json:

@@ -48,9 +48,10 @@ def test_the_plan_takes_as_many_sets_as_fit_and_refuses_what_cannot():
                      l2_bytes=60 * 2**20)
     assert tight.max_sets == 3 and tight.peak_bytes() <= tight.budget_bytes
     halved = mem.plan(spec, "main", dims, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20, level=1)
-    assert halved.max_sets == ((plenty.budget_bytes - overhead) // one) // 2  # half the sets that fit
-    tight1 = mem.plan(spec, "main", dims, free_bytes=tight.budget_bytes * 10 // 9 + 10, l2_bytes=60 * 2**20, level=1)
-    assert tight1.max_sets == 1
+    assert halved.max_sets == 2  # the first retry: two sets at most, still rotating
+    tight1 = mem.plan(spec, "main", dims, free_bytes=math.ceil((overhead + 1.5 * one) / (1 - mem.HEADROOM)),
+                      l2_bytes=60 * 2**20, level=1)
+    assert tight1.max_sets == 1  # and no more than fit
     smallest = mem.plan(spec, "main", dims, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20, level=mem.SMALLEST)
     assert (smallest.max_sets, smallest.stale) == (1, False)
     assert smallest.workspace_bytes == 2 * plenty.workspace_bytes
@@ -131,6 +132,7 @@ def test_a_budget_below_one_set_is_refused_as_the_evaluators_fault(tmp_path):
     res = ev.evaluate(ADD_SOURCE)
     assert res.status is Status.evaluator_fault, res.reason
     assert "does not fit in device memory" in res.reason
+    assert res.memory_retries == [] and ev.memory_level == 0  # no smaller plan can cure it: not retried
     ev.close()
 
 
@@ -145,6 +147,33 @@ def test_the_evaluators_own_out_of_memory_is_retried_smaller_and_never_the_candi
     assert "the evaluator ran out of memory" in res.reason
     assert len(res.memory_retries) == mem.MAX_LEVEL and ev.memory_level == mem.MAX_LEVEL
     assert "retried with a smaller memory plan (level 1)" in res.memory_retries[0]
+    ev.close()
+
+
+HOARDER = """    if not _HOARD:  # takes every byte of address space it can, and keeps it between calls
+        size = 1 << 40
+        while size >= 4096:
+            try:
+                _HOARD.append(torch.empty(size, dtype=torch.uint8))
+            except RuntimeError:
+                size //= 2
+        freed = 0
+        while freed < 4 * 2**20:
+            freed += _HOARD.pop().numel()
+"""
+
+
+def test_a_candidate_that_holds_the_memory_is_named_by_the_incumbent_in_its_place(tmp_path):
+    task = task_with_timed_shape(tmp_path)
+    hoarder = ADD_SOURCE.replace("BLOCK_SIZE = 256", "BLOCK_SIZE = 256\n_HOARD: list = []", 1).replace(
+        "    grid = (", HOARDER + "    grid = (", 1)
+    ev = Evaluator(task, device="cpu")
+    res = ev.evaluate(hoarder)
+    assert res.status is Status.runtime_error, res.reason
+    assert "not with the incumbent in its place" in res.reason and len(res.memory_retries) == mem.MAX_LEVEL
+    # the smaller plan lasted only through that evaluation
+    again = ev.evaluate(ADD_SOURCE)
+    assert again.status is Status.ok and again.blocks[0].rotating_sets == 2 and again.memory_retries == []
     ev.close()
 
 

@@ -20,6 +20,7 @@ from kernel_tui.core import events as ev
 from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
 from kernel_tui.core.evaluator.models import Status
+from kernel_tui.core.records import ProposerInfo
 from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite.command import add_parser
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
@@ -341,3 +342,19 @@ def test_report_flags_large_speedups_and_has_no_cpu_banner_on_a_gpu(tmp_path):
     assert "preflight failed: x" in text and "L2 flushed" in text
     assert "| 1 | 0.67 (2) | 0.67 (2) | 0.33 (1) | 0.33 (1) |" in text
     assert written[1].read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_round_left_unjudged_by_an_evaluator_fault_is_no_final_result(tmp_path, monkeypatch):
+    tasks, cands = make_suite(tmp_path)
+    runner = SuiteRunner(options(tmp_path, tasks, cands))
+
+    def session_leaving_a_round_pending(ws, key):  # the run ended with its round unjudged (evaluator_fault)
+        ws.commit_proposal(1, ws.best_source + "\n", "a change", ProposerInfo(kind="replay", name="replay"))
+        return ""
+
+    monkeypatch.setattr(runner, "_session", session_leaving_a_round_pending)
+    monkeypatch.setattr(runner, "_score", lambda ws, key: pytest.fail("a task with a round pending was scored"))
+    result = runner.run_task(tasks / GOOD)
+    assert result is not None and result.status == "failed" and not result.complete
+    assert "round 1 was left unjudged by an evaluator fault" in result.reason
+    assert runner._prior(GOOD) is None  # so the next suite runs it again

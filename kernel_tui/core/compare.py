@@ -61,6 +61,7 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
     summaries: list[RunSummary] = []
     blocks: list[TimingBlock] = []
     env = None
+    evaluator.reset_memory_plan()
     peaks: list[int] = []
     retries: list[str] = []
     for run in range(runs):

@@ -80,6 +80,8 @@ def memory_plans(evaluator: Evaluator) -> list[MemoryPlan]:
         free, l2 = int(data["free"]), int(data["l2"])
     else:
         free, l2 = host_free_bytes(), 0
+        if evaluator.address_space_limit:  # what a confined worker plans with (host_free_bytes there)
+            free = min(free, evaluator.address_space_limit // 2)
     if evaluator.memory_budget is not None:
         free = min(free, evaluator.memory_budget)
     shapes = {case.name: case for case in spec.correctness_shapes(evaluator.device)}

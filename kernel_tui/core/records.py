@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.evaluator.models import ShapeFigure, Status
 
 ProposerKind = Literal["llm", "search", "person", "replay", "baseline"]
@@ -52,6 +53,7 @@ class TrajectoryLine(_Record):
     timing_label: str = ""
     shapes: list[ShapeFigure] = Field(default_factory=list)  # per benchmark shape, when the task times several
     peak_memory_bytes: int | None = None  # the evaluation's peak device memory (GPU only)
+    kernels: list[KernelFacts] = Field(default_factory=list)  # the candidate's compiled kernels (GPU only)
     time: str = Field(default_factory=now_iso)
 
 

@@ -243,7 +243,7 @@ class Session:
             ci_low=v.ci_low if v else None, ci_high=v.ci_high if v else None, p_value=v.p_value if v else None,
             evaluation_dir=str(d.relative_to(self.ws.root)), incumbent_commit=incumbent,
             device=self.evaluator.device, timing_label=result.timing_label, shapes=result.shapes,
-            peak_memory_bytes=result.peak_memory_bytes,
+            peak_memory_bytes=result.peak_memory_bytes, kernels=result.kernels,
         )
         self.ws.record_verdict(line)
         return line
@@ -253,6 +253,7 @@ class Session:
             round=line.round, status=line.status, accepted=line.accepted, reason=line.reason,
             improvement=line.improvement, latency=line.latency, incumbent_latency=line.incumbent_latency,
             rejected_by_person=rejected_by_person, edited_source=edited_source,
+            kernels=[k.summary() for k in line.kernels],
         ))
         self._save_state()
         self.on_event(VerdictEvent(round=line.round, line=line,

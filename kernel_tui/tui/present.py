@@ -82,7 +82,7 @@ def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
             round=ln.round, change=ln.change, proposer=proposer_label(ln.proposer), status=verdict_word(ln),
             accepted=ln.accepted, latency=fmt_latency(ln.latency), improvement=fmt_pct(ln.improvement), ci=ci,
             p=f"{ln.p_value:.3g}" if ln.p_value is not None else NA, reason=" ".join(ln.reason.split()),
-            memory=fmt_memory(ln.peak_memory_bytes),
+            memory=fmt_memory(ln.peak_memory_bytes), kernels=tuple(k.summary() for k in ln.kernels),
         ))
     return tuple(out)
 

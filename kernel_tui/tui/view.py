@@ -64,6 +64,7 @@ class VerdictRow:
     p: str
     reason: str
     memory: str = NA  # the evaluation's peak device memory; NA on the CPU interpreter
+    kernels: tuple[str, ...] = ()  # what the compiler made of its kernels, one line each (GPU only)
 
 
 @dataclass(frozen=True)

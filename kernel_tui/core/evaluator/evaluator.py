@@ -183,6 +183,11 @@ class Evaluator:
             if os.environ.get("KERNEL_TUI_SANDBOX", "1") != "0" else None
         )
 
+    @property
+    def address_space_limit(self) -> int | None:
+        """The sandbox's address-space limit on a worker (the CPU interpreter's), if any."""
+        return self._sandbox.max_address_space if self._sandbox else None
+
     def _fork_server(self) -> ForkServer | None:
         """Started on first use, restarted if it died; None (fresh interpreters) if it cannot start."""
         if not self._use_fork_server:
@@ -225,15 +230,37 @@ class Evaluator:
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
         block: int, deadline: float, phase: str, trusted: bool = False,
     ) -> WorkerResult:
+        """One worker; after an evaluator out-of-memory the same work again with smaller memory plans,
+        each with a fresh time limit (a retry must not be cut short and read as the candidate's timeout).
+        When even the smallest plan fails, the incumbent in the candidate's place tells whose fault it
+        is: if the evaluation fits without the candidate, the candidate holds the memory."""
         notes: list[str] = []
-        while True:
-            res = self._worker_once(candidate, incumbent, correctness=correctness, timing=timing, block=block,
-                                    deadline=deadline, phase=phase, trusted=trusted)
-            if res.status is not Status.evaluator_fault or self.memory_level >= MAX_LEVEL or self.cancel.is_set():
-                return res.model_copy(update={"memory_retries": notes}) if notes else res
-            # the evaluator's own buffers did not fit: the same work again, with a smaller plan
+        res = self._worker_once(candidate, incumbent, correctness=correctness, timing=timing, block=block,
+                                deadline=deadline, phase=phase, trusted=trusted)
+        while res.status is Status.evaluator_fault and res.retry_smaller and self.memory_level < MAX_LEVEL \
+                and not self.cancel.is_set():
             self.memory_level += 1
             notes.append(f"{res.reason} — retried with a smaller memory plan (level {self.memory_level})")
+            fault = res
+            res = self._worker_once(candidate, incumbent, correctness=correctness, timing=timing, block=block,
+                                    deadline=max(deadline, time.monotonic() + self.timeout), phase=phase,
+                                    trusted=trusted)
+            if res.status is Status.timeout:  # the retry ran out of time: still the evaluator's fault
+                res = fault.model_copy(update={"reason": f"{fault.reason}; the retry timed out"})
+        if res.status is Status.evaluator_fault and res.retry_smaller and incumbent is not None \
+                and candidate != incumbent and not self.cancel.is_set():
+            control = self._worker_once(incumbent, incumbent, correctness=False, timing=timing, block=block,
+                                        deadline=time.monotonic() + self.timeout, phase=phase, trusted=True)
+            if control.status is Status.ok:
+                res = res.model_copy(update={"status": Status.runtime_error, "reason": (
+                    f"out of memory with this candidate, and not with the incumbent in its place (the candidate "
+                    f"holds device memory the evaluation needs): {res.reason}")})
+        return res.model_copy(update={"memory_retries": notes}) if notes else res
+
+    def reset_memory_plan(self) -> None:
+        """Each evaluation starts from the full plan; a smaller one lasts only through the evaluation
+        that needed it (workers plan again from what is free)."""
+        self.memory_level = 0
 
     def _worker_once(
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
@@ -286,6 +313,7 @@ class Evaluator:
         rejected = None if trusted else self.check_policy(candidate)
         if rejected is not None:
             return rejected
+        self.reset_memory_plan()
         deadline = time.monotonic() + (timeout or self.timeout)
         res = self._worker(candidate, None, correctness=True, timing=None, block=0, deadline=deadline,
                            phase="correctness", trusted=trusted)
@@ -303,6 +331,7 @@ class Evaluator:
         rejected = self.check_policy(candidate)
         if rejected is not None:
             return rejected
+        self.reset_memory_plan()
         deadline = started + (timeout or self.timeout)
         blocks: list[TimingBlock] = []
         confirmation: list[TimingBlock] = []
@@ -344,7 +373,8 @@ class Evaluator:
             if figures and status is Status.ok:  # the verdict is on the weighted mean: each shape's own beside it
                 reason = f"{reason} · per shape: {format_shapes(figures)}"
             return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, figures).model_copy(
-                update={"peak_memory_bytes": max(peaks) if peaks else None, "memory_retries": retries})
+                update={"peak_memory_bytes": max(peaks) if peaks else None, "memory_retries": retries,
+                        "kernels": first.kernels if first else []})
 
         def decided(v: gate.Verdict) -> gate.Verdict:
             if len(weights) == 1:

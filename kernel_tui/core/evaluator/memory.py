@@ -40,8 +40,8 @@ MAX_SETS = 512  # a CUDA-graph replay's calls, each on a set of its own
 FLUSH_MIN_BYTES = 256 * 2**20
 # One call's tensors at least this many times the L2: no rotation is needed to keep them cold.
 COLD_FACTOR = 4
-# Each retry after the evaluator ran out of memory: the sets' share of the budget is halved, and from
-# SMALLEST on one set without a precomputed stale answer, with twice the room for the kernels.
+# Each retry after the evaluator ran out of memory is smaller: level 1 two sets at most, SMALLEST one set
+# without a precomputed stale answer, with twice the room for the kernels.
 SMALLEST = 2
 MAX_LEVEL = SMALLEST
 
@@ -122,15 +122,13 @@ def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l
     call = inputs + _bytes_of(spec, dims, {"output"})
     one_set = set_bytes(spec, dims, stale=not smallest)
     workspace = max(MIN_WORKSPACE, WORKSPACE_CALLS * call) * (2 if smallest else 1)
-    scratch = inputs + CHECK_SCRATCH
+    scratch = call + CHECK_SCRATCH  # the reference's copies of the inputs and its answer, and the checks
     flush = max(2 * l2_bytes, FLUSH_MIN_BYTES) if l2_bytes else 0
     budget = int(free_bytes * (1 - HEADROOM))
     room = budget - workspace - scratch - flush
     affordable = max(0, room // max(one_set, 1))
-    if smallest:
-        max_sets = min(affordable, 1)
-    else:
-        max_sets = min(MAX_SETS, max(min(affordable, 1), affordable // 2**level))
+    # level 1: two sets at most (still rotating); SMALLEST: one, without a precomputed stale answer
+    max_sets = min(affordable, MAX_SETS, {0: MAX_SETS, 1: 2}.get(level, 1))
     return MemoryPlan(
         shape=shape, call_bytes=call, input_bytes=inputs, set_bytes=one_set, workspace_bytes=workspace,
         scratch_bytes=scratch, flush_bytes=flush, max_sets=int(max_sets), stale=not smallest,

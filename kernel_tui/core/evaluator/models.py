@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.evaluator.memory import MemoryPlan
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
@@ -115,6 +116,8 @@ class WorkerResult(_Frozen):
     sandbox: SandboxReport | None = None
     peak_memory_bytes: int | None = None  # the most device memory PyTorch's allocator held at once (GPU only)
     memory_retries: list[str] = Field(default_factory=list)  # set by the caller: see EvalResult
+    retry_smaller: bool = True  # an evaluator_fault a smaller memory plan may cure (not a task that cannot fit)
+    kernels: list[KernelFacts] = Field(default_factory=list)  # the candidate's compiled kernels (GPU only)
 
 
 class ShapeFigure(_Frozen):
@@ -151,6 +154,7 @@ class EvalResult(_Frozen):
     peak_memory_bytes: int | None = None  # the largest of its worker processes' (GPU only)
     # the evaluator's own out-of-memory retries, one line each: what failed and the smaller plan it retried with
     memory_retries: list[str] = Field(default_factory=list)
+    kernels: list[KernelFacts] = Field(default_factory=list)  # the candidate's compiled kernels (GPU only)
 
     @property
     def accepted(self) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 
 from kernel_tui.core.evaluator.harness import INT_SENTINEL, ArgumentSet
+from kernel_tui.core.evaluator.memory import is_out_of_memory
 
 BLOCK_SECONDS = 20e-3
 
@@ -75,7 +76,9 @@ def _capture_error(candidate: Callable, s: ArgumentSet) -> str | None:
     try:
         with torch.cuda.graph(graph):
             candidate(*s.args())
-    except Exception as exc:  # noqa: BLE001 - only an unjoined fork is this check's business
+    except Exception as exc:
+        if is_out_of_memory(exc) or type(exc).__name__ == "KernelOutOfMemory":
+            raise  # whose memory it was is the worker's to say, not a passed check
         torch.cuda.synchronize()
         text = str(exc)
         return text if "join" in text.lower() else None

@@ -175,7 +175,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
     env = _environment(req.device)
     sync = torch.cuda.synchronize if req.device == "cuda" else (lambda: None)
     stale = req.memory_level < SMALLEST  # the smallest plan precomputes no stale answer
-    l2 = env.l2_bytes or 0
+    l2 = env.l2_bytes or (50 * 2**20 if req.device == "cuda" else 0)  # as the timer assumes when none is reported
     if req.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     free = free_bytes(req.device, req.memory_budget)
@@ -213,6 +213,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
     seconds["load"] = time.perf_counter() - t0
 
     cases: list[CaseResult] = []
+    facts: list = []  # the candidate's compiled kernels, read after its correctness calls on a GPU
 
     def fail(status: str | Status, reason: str) -> WorkerResult:
         seconds["total"] = time.perf_counter() - t0
@@ -230,8 +231,16 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
 
     if req.check_correctness:
         t1 = time.perf_counter()
+        try:
+            shapes = spec.correctness_shapes(req.device)
+        except TaskError as exc:
+            return fail(Status.invalid_task, str(exc))
+        too_big = [p for p in map(plan_for, [*shapes, spec.timing_shape(req.device)]) if not p.fits]
+        if too_big:  # refused before anything is built, not run out of memory on; no smaller plan helps
+            return fail(Status.evaluator_fault, too_big[0].refusal()).model_copy(update={"retry_smaller": False})
         if req.device == "cuda":  # first: a stray stream can also race the poisoning of the next case
             from kernel_tui.core.evaluator.streams import check_stream_order
+            from kernel_tui.core.evaluator.timing import KernelOutOfMemory, watch_memory
 
             step = "first call at the timing shape"
             first_case = spec.timing_shape(req.device)
@@ -245,19 +254,17 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 sync()
                 seconds["first_call"] = time.perf_counter() - t_call
                 step = "stream-order check"
-                why = check_stream_order(candidate, probe)
+                # the probe's own buffers are the evaluator's; only the candidate's calls are its own
+                why = check_stream_order(watch_memory("candidate", candidate), probe)
+            except KernelOutOfMemory as oom:
+                return fail(*blame_out_of_memory(oom.side, oom.error, oom.requested, oom.held, plan_for(first_case), step))
             except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
+                if step == "stream-order check" and is_out_of_memory(exc):
+                    return fail(Status.evaluator_fault, evaluator_out_of_memory(step, exc, plan_for(first_case)))
                 return candidate_failed(exc, first_case, step)
             if why:
                 return fail(Status.policy_violation, why)
             del probe
-        try:
-            shapes = spec.correctness_shapes(req.device)
-        except TaskError as exc:
-            return fail(Status.invalid_task, str(exc))
-        too_big = [p for p in map(plan_for, shapes) if not p.fits]
-        if too_big:  # refused, not run out of memory on
-            return fail(Status.evaluator_fault, too_big[0].refusal())
         total = len(shapes) * len(spec.correctness.seeds)
         k = 0
         s: ArgumentSet | None = None
@@ -303,6 +310,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 progress("correctness", k, total)
         s = None
         seconds["correctness"] = time.perf_counter() - t1
+        if req.device == "cuda":  # every kernel the candidate launched is compiled by now
+            facts = _kernel_facts(cand_module, kernels)
 
     timing, more_timings = None, []
     if req.timing is not None:
@@ -324,7 +333,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
             free = free_bytes(req.device, req.memory_budget)  # after correctness, or the last shape, let go
             plan = plan_for(case)
             if not plan.fits:
-                return fail(Status.evaluator_fault, f"during timing: {plan.refusal()}")
+                return fail(Status.evaluator_fault, f"during timing: {plan.refusal()}").model_copy(
+                    update={"retry_smaller": False})
             timer = BlockTimer(spec, case, req.device, reference, req.timing, req.block, progress,
                                memory=plan, enforce_policy=req.enforce_policy)
             try:
@@ -346,7 +356,17 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
 
     seconds["total"] = time.perf_counter() - t0
     return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing,
-                        more_timings=more_timings, environment=env, seconds=seconds)
+                        more_timings=more_timings, environment=env, seconds=seconds, kernels=facts)
+
+
+def _kernel_facts(module, names: set[str]) -> list:
+    """The compiled facts of the module's kernels; none (never an error) where Triton keeps them elsewhere."""
+    from kernel_tui.core.evaluator.kernel_facts import device_limits, facts_of
+
+    try:
+        return facts_of({n: getattr(module, n) for n in names}, device_limits())
+    except Exception:  # noqa: BLE001 - facts are a help, never a reason for a verdict
+        return []
 
 
 def _peak_memory() -> int | None:

@@ -46,6 +46,7 @@ class Feedback(BaseModel):
     incumbent_latency: float | None = None
     rejected_by_person: bool = False
     edited_source: str | None = None  # what the person changed the proposal into, if they did
+    kernels: list[str] = []  # what the compiler made of its kernels (registers, spills, occupancy), one line each
 
 
 def _silent(text: str) -> None:

@@ -267,6 +267,8 @@ def verdict_result(fb: Feedback, submitted_source: str) -> str:
         "improvement": fb.improvement, "candidate_latency_seconds": fb.latency,
         "incumbent_latency_seconds": fb.incumbent_latency,
     }
+    if fb.kernels:  # what the compiler made of it: registers, spills, shared memory, occupancy
+        data["compiled_kernels"] = fb.kernels
     if fb.accepted:
         data["note"] = "Accepted: this candidate is now the best, the incumbent of the next round."
     elif fb.status == "ok":

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from kernel_tui.core.metrics import COST_MODEL_ERRORS, Roof
+from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
 from kernel_tui.core.report.text import MISSING, cell, format_latency, pct, roof_pct
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label, run_status_label
@@ -206,21 +207,38 @@ def _section_attempts(r: RunRecords, roof: Roof, cap: int = 60) -> list[str]:
     return out + [""]
 
 
+def _per_verdict(r: RunRecords, title: str, intro: str, columns: list[str],
+                 rows: Callable[[TrajectoryLine], list[list[str]]]) -> list[str]:
+    """A section of rows under each verdict that has any: round, verdict, then `rows(line)`'s cells."""
+    lines = [(ln, rows(ln)) for ln in r.lines]
+    if not any(cells for _, cells in lines):
+        return []
+    out = [f"## {title}", "", intro, "", "| round | verdict | " + " | ".join(columns) + " |",
+           "|" + "---|" * (len(columns) + 2)]
+    for ln, cells in lines:
+        verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
+        out += [f"| {ln.round} | {verdict} | " + " | ".join(row) + " |" for row in cells]
+    return out + [""]
+
+
+def _section_kernels(r: RunRecords) -> list[str]:
+    """What the compiler made of each version's kernels (read on the GPU after its correctness calls)."""
+    return _per_verdict(
+        r, "Compiled kernels",
+        "Registers and spills per thread, shared memory per block, warps and stages, and the occupancy they "
+        "allow on this GPU (resident warps / the SM's maximum, and what limits it); every compiled variant.",
+        ["kernel"], lambda ln: [[cell(k.summary(), 200)] for k in ln.kernels])
+
+
 def _section_shapes(r: RunRecords) -> list[str]:
     """Per benchmark shape figures of every verdict that timed several shapes."""
-    timed = [ln for ln in r.lines if ln.shapes]
-    if not timed:
-        return []
-    out = ["## Per benchmark shape", "",
-           "The gate decides on the weighted geometric mean of paired improvements over the benchmark shapes, and "
-           "rejects a candidate slower beyond its regression tolerance at any one of them.", "",
-           "| round | verdict | shape | weight | incumbent | candidate | improvement |", "|---|---|---|---|---|---|---|"]
-    for ln in timed:
-        verdict = f"**{label(ACCEPTED)}**" if ln.accepted else label(category(ln))
-        for f in ln.shapes:
-            out.append(f"| {ln.round} | {verdict} | {cell(f.shape)} | {f.weight:g} | {format_latency(f.incumbent_seconds)} | "
-                       f"{format_latency(f.candidate_seconds)} | {pct(f.improvement)} |")
-    return out + [""]
+    return _per_verdict(
+        r, "Per benchmark shape",
+        "The gate decides on the weighted geometric mean of paired improvements over the benchmark shapes, and "
+        "rejects a candidate slower beyond its regression tolerance at any one of them.",
+        ["shape", "weight", "incumbent", "candidate", "improvement"],
+        lambda ln: [[cell(f.shape), f"{f.weight:g}", format_latency(f.incumbent_seconds),
+                     format_latency(f.candidate_seconds), pct(f.improvement)] for f in ln.shapes])
 
 
 def _section_retest(r: RunRecords, roof: Roof) -> list[str]:
@@ -332,5 +350,5 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
             "the measured roofs (copy bandwidth; torch.matmul's peak in the task's dtype).", "",
             "![roofline](roofline.png)", ""]
     out += [f"- figure problem: {cell(n)}" for n in figure_notes]
-    out += _section_attempts(r, roof) + _section_shapes(r) + _section_retest(r, roof) + _limits(r, roof)
+    out += _section_attempts(r, roof) + _section_shapes(r) + _section_kernels(r) + _section_retest(r, roof) + _limits(r, roof)
     return "\n".join(out).rstrip() + "\n"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import ValidationError
 
 from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.events import Event, LogEvent
 from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
@@ -170,6 +171,9 @@ class SuiteRunner:
                 return None
             if outcome:
                 return self._record(self._failed(key, outcome, ws=ws))
+            if ws.pending():  # an evaluator fault left a round unjudged: not a result, run it again later
+                return self._record(self._failed(
+                    key, f"round {ws.pending()[0][0]} was left unjudged by an evaluator fault; run the suite again", ws=ws))
         if self.cancel.is_set():
             return None
         result = self._score(ws, key)
@@ -310,8 +314,11 @@ class SuiteRunner:
             evaluator.close()
         eager = scores["eager"]
         env = eager.comparison.environment if eager.comparison else None
+        # the evaluator's own fault says nothing of the kernel: not final, so a later suite scores it again
+        final = not any(sc.comparison is not None and sc.comparison.status is Status.evaluator_fault
+                        for sc in scores.values())
         if not eager.available:
             return TaskResult(status="failed", reason=f"the scoring's fresh check against eager failed: {eager.reason}",
-                              complete=True, eager=eager, environment=env, **base)
-        return TaskResult(status="solved", reason=eager.reason, complete=True, eager=eager,
+                              complete=final, eager=eager, environment=env, **base)
+        return TaskResult(status="solved", reason=eager.reason, complete=final, eager=eager,
                           compile=scores.get("compile"), environment=env, **base)

@@ -21,6 +21,7 @@ COLUMNS = (("round", "round", 5), ("verdict", "status", 24), ("change", "change"
 # After latency, only where some evaluation recorded a peak: the CPU interpreter has none, and a column of
 # dashes would only take room.
 MEMORY_COLUMN = ("peak mem", "memory", 11)
+SHOWN_KERNELS = 3
 
 
 def columns(rows: tuple[VerdictRow, ...]) -> tuple[tuple[str, str, int], ...]:
@@ -52,6 +53,10 @@ def detail_text(row: VerdictRow) -> Text:
     if row.memory != NA:
         out.append(f" · peak {row.memory}")
     out.append(_reason(row.status, row.reason))
+    for kernel in row.kernels[:SHOWN_KERNELS]:  # registers, spills, shared memory, occupancy
+        out.append(f"\n  {kernel}", style="dim")
+    if len(row.kernels) > SHOWN_KERNELS:  # an autotuner compiles many variants: the report lists them all
+        out.append(f"\n  … {len(row.kernels) - SHOWN_KERNELS} more compiled variant(s) in the report", style="dim")
     return out
 
 
