@@ -126,3 +126,50 @@ def test_the_agent_is_told_both_roofs_and_what_holds_the_incumbent_back(tmp_path
     assert "float16 matmul peak 800 TFLOP/s" in text and "reaches 10.0% of that roofline: latency-bound" in text
     on_cpu = environment_facts(ws, SimpleNamespace(device="cpu"))  # type: ignore[arg-type]
     assert on_cpu["best_bottleneck"] is None and on_cpu["roofline_floor_seconds"] is None
+
+
+def test_the_session_tells_the_proposer_what_bounds_the_incumbent(tmp_path):
+    import threading
+
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.proposers.base import Proposer
+    from kernel_tui.core.records import ProposerInfo
+    from kernel_tui.core.session import Session
+    from kernel_tui.core.workspace import Workspace
+
+    class Listens(Proposer):
+        info = ProposerInfo(kind="replay", name="listens")
+
+        def __init__(self):
+            self.contexts = []
+
+        def propose(self, context):
+            self.contexts.append(context)
+            return None
+
+        def feedback(self, feedback):
+            pass
+
+        def state(self):
+            return {}
+
+        def restore(self, state):
+            pass
+
+    ws = Workspace.create(FIXTURES / "matmul", path=tmp_path / "ws")
+    (ws.root / "hardware.json").write_text(json.dumps({"copy_bandwidth_bytes_per_s": 4e12, "matmul_flops_per_s": PEAKS}))
+    flops = ws.task.spec.cost_at(ws.task.spec.shape)[0]
+    near = 1.25 * flops / 800e12  # 80% of the compute roof
+    (ws.root / "baseline-evaluation.json").write_text(json.dumps({"status": "ok", "timing": {"candidate": [near] * 3}}))
+    ev = Evaluator(ws.task, device="cpu", workdir=ws.root / ".work")
+    proposer = Listens()
+    session = Session(ws, ev, proposer, max_steps=1, cancel=threading.Event())
+    session.step()
+    assert proposer.contexts[-1].bottleneck is None  # no roofline off a GPU
+    ev.device = "cuda"
+    session = Session(ws, ev, proposer, max_steps=1, cancel=threading.Event())
+    session.step()
+    assert proposer.contexts[-1].bottleneck == "compute"
+    slow = 10 * flops / 800e12  # 10%: far below both roofs
+    (ws.root / "baseline-evaluation.json").write_text(json.dumps({"status": "ok", "timing": {"candidate": [slow] * 3}}))
+    assert session._bottleneck() == "latency"

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
-from kernel_tui.core.proposers.search import SearchProposer
+from kernel_tui.core.proposers.search import SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze, source_hash
 from tests.conftest import FIXTURES, ROOT
 
@@ -340,3 +340,38 @@ def test_headless_search_run_on_the_interpreter(tmp_path):
     later = [source(ln["commit"]) for ln in lines[6:]]
     assert not set(later) & set(sources) and len(set(later)) == 2
     assert all(ln["status"] not in ("incorrect", "compile_error", "policy_violation") for ln in lines)
+
+
+def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
+    from kernel_tui.core.proposers.search import BOTTLENECK_PRIOR, FAVOURED_KINDS
+
+    p = SearchProposer(seed=0)
+    said: list[str] = []
+    p.on_activity = said.append
+    base = baseline("vector_add")
+    ctx = ProposerContext(round=1, best_source=base, baseline_source=base, history=[])
+    assert p.propose(ctx) is not None and p.bottleneck is None and not said
+    analysis = p._analyze(base)
+    candidates = p._candidates(analysis, state_key(analysis.assignment))
+    before = [p._score(analysis, analysis.assignment, 0.0, c)[0] for c in candidates]
+    p.bottleneck = "compute"  # load hints are not what a compute-bound kernel needs
+    after = [p._score(analysis, analysis.assignment, 0.0, c)[0] for c in candidates]
+    favoured = FAVOURED_KINDS["compute"]
+    raised = 0
+    for c, b, a in zip(candidates, before, after):
+        kinds = [analysis.knobs[part.split("=", 1)[0]].kind for part in c.parts]
+        share = sum(k in favoured for k in kinds) / len(kinds)
+        assert a - b == pytest.approx(BOTTLENECK_PRIOR * share, abs=1e-12)
+        raised += share > 0
+    assert 0 < raised < len(candidates)  # some steps favoured, some not: the prior discriminates
+
+    p.pending, p.bottleneck = None, None
+    ctx2 = ctx.model_copy(update={"round": 2, "bottleneck": "compute"})
+    p.propose(ctx2)
+    assert said == ["the incumbent is compute-bound: trying block, group, launch_order, num_stages, num_warps "
+                    "knobs first"]
+    p.propose(ctx2.model_copy(update={"round": 3}))
+    assert len(said) == 1  # said once, not every round
+    fresh = SearchProposer(seed=0)
+    fresh.restore(json.loads(json.dumps(p.state())))
+    assert fresh.bottleneck == "compute"

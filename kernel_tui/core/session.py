@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel
 
+from kernel_tui.core import metrics
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
 from kernel_tui.core.describe import describe_edit
@@ -165,7 +167,7 @@ class Session:
             ctx = ProposerContext(
                 round=round_no, best_source=self.ws.best_source,
                 baseline_source=self.ws.task.baseline_source, history=self.ws.trajectory(),
-                baseline_language=self.ws.task.spec.baseline.language,
+                baseline_language=self.ws.task.spec.baseline.language, bottleneck=self._bottleneck(),
             )
             proposal = self.proposer.propose(ctx)
             self._save_state()
@@ -218,6 +220,14 @@ class Session:
             self.on_event(BestChangedEvent(round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})"))
         self._finish_round(line, edited_source=edited)
         return line
+
+    def _bottleneck(self) -> Literal["memory", "compute", "latency"] | None:
+        """What holds the best version back on this GPU's measured roofline (None off a GPU)."""
+        if self.evaluator.device != "cuda":
+            return None
+        latency = current_best(self.ws).latency or baseline_latency(self.ws)
+        place = metrics.roof(self.ws.task.spec, self.ws.read_json("hardware.json")).place(latency)
+        return place.bottleneck if place else None
 
     def _proposer_from(self, trailers: dict[str, str]) -> ProposerInfo:
         kind, _, name = trailers.get("Proposer", "replay:unknown").partition(":")

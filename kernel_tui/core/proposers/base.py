@@ -19,6 +19,8 @@ class ProposerContext(BaseModel):
     history: list[TrajectoryLine]
     # "pytorch": the task starts from a PyTorch eager implementation; every candidate must be Triton
     baseline_language: Literal["triton", "pytorch"] = "triton"
+    # what holds the incumbent back on this GPU's roofline (metrics.Place.bottleneck); None off a GPU
+    bottleneck: Literal["memory", "compute", "latency"] | None = None
 
     @property
     def incumbent_is_pytorch(self) -> bool:

@@ -70,6 +70,17 @@ TEMPERATURE = (0.05, 0.01)
 OPTIMISM = (1.0, 0.5)  # × the model's standard deviation: untried pairs start optimistic, less so later
 PHASES = (1 / 3, 2 / 3)
 
+# What the incumbent's bottleneck (ProposerContext.bottleneck) makes worth trying first: a prior on the
+# predicted log speedup of a step whose knobs are of these kinds, small beside what one measurement
+# teaches (NOISE_SD), so the model's data overrule it. Memory-bound: more bytes in flight and kinder
+# caching; compute-bound: tiles, pipelining and warps; latency-bound: more work in flight per SM.
+BOTTLENECK_PRIOR = 0.03
+FAVOURED_KINDS = {
+    "memory": {"block", "eviction_policy", "cache_modifier", "num_warps"},
+    "compute": {"block", "num_stages", "num_warps", "group", "launch_order"},
+    "latency": {"num_warps", "num_stages", "block", "unroll"},
+}
+
 
 def state_key(assignment: dict) -> str:
     return json.dumps(assignment, sort_keys=True, separators=(",", ":"))
@@ -119,6 +130,7 @@ class SearchProposer(Proposer):
         self.transitions: list[dict] = []  # {"s", "a", "s2", "r"}: r = L(s) + r_step
         self.tried_pairs: set[str] = set()
         self.tried_sources: set[str] = set()
+        self.bottleneck: str | None = None  # the incumbent's, when last told (ProposerContext.bottleneck)
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
         self.samples: list[list] = []  # [assignment, L] of every measured program
         self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
@@ -144,6 +156,10 @@ class SearchProposer(Proposer):
             self._model = None
         self.tried_sources.add(source_hash(context.baseline_source))
         self.tried_sources.add(source_hash(context.best_source))
+        if context.bottleneck != self.bottleneck and context.bottleneck is not None:
+            kinds = ", ".join(sorted(FAVOURED_KINDS[context.bottleneck]))
+            self.on_activity(f"the incumbent is {context.bottleneck}-bound: trying {kinds} knobs first")
+        self.bottleneck = context.bottleneck
         analysis = self._analyze(context.best_source)
         self._register(analysis)
         s = analysis.assignment
@@ -221,6 +237,7 @@ class SearchProposer(Proposer):
             "outcomes": self.outcomes,
             "rejected": self.rejected,
             "pending": self.pending,
+            "bottleneck": self.bottleneck,
         }
         return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
 
@@ -247,6 +264,7 @@ class SearchProposer(Proposer):
         self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
         self.rejected = {k: [list(parts) for parts in v] for k, v in (state.get("rejected") or {}).items()}
         self.pending = state.get("pending")
+        self.bottleneck = state.get("bottleneck")
         self._model = None
 
     # --- candidates ---------------------------------------------------------------------------------------
@@ -406,7 +424,7 @@ class SearchProposer(Proposer):
     def _score(self, analysis: Analysis, s: dict, level: float, c: _Candidate) -> tuple[float, float]:
         """(Q̂(s, a), the model's standard deviation for the optimism bonus)."""
         delta, sd = self._predict(c.after, s)
-        m = level + delta + sum(self._penalty(p) for p in c.parts)
+        m = level + delta + sum(self._penalty(p) for p in c.parts) + self._bottleneck_prior(analysis, c)
         known = self.q.get(state_key(c.after))
         if known:
             v2 = max(known.values())
@@ -414,6 +432,14 @@ class SearchProposer(Proposer):
             changed = {p.split("=", 1)[0] for p in c.parts}
             v2 = m + max(0.0, self._best_next(analysis, c.after, changed))
         return max(m, self.gamma * v2), sd
+
+    def _bottleneck_prior(self, analysis: Analysis, c: _Candidate) -> float:
+        """BOTTLENECK_PRIOR × the share of the step's knobs whose kind the bottleneck favours."""
+        favoured = FAVOURED_KINDS.get(self.bottleneck or "", set())
+        if not favoured:
+            return 0.0
+        kinds = [analysis.knobs[p.split("=", 1)[0]].kind for p in c.parts if p.split("=", 1)[0] in analysis.knobs]
+        return BOTTLENECK_PRIOR * sum(k in favoured for k in kinds) / len(kinds) if kinds else 0.0
 
     def _best_next(self, analysis: Analysis, s2: dict, changed: set[str]) -> float:
         """The best predicted one-knob step from s2 (the lookahead of the Max-Q target), among the knobs
