@@ -197,7 +197,7 @@ def cmd_run(args) -> int:
         from kernel_tui.tui.app import run_tui
 
         return run_tui(target, device=args.device, proposer=args.proposer, candidates=candidates,
-                       max_steps=args.max_steps, workspace=workspace)
+                       max_steps=args.max_steps, workspace=workspace, gpus=args.gpus)
     return headless.run(args)
 
 
@@ -319,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="where candidates run (default: auto, the GPU if there is one); cpu = Triton's "
                         "interpreter (timings are not GPU timings)")
+    p.add_argument("--gpus", help="evaluate a batch of proposals in parallel, one per GPU: all, a count (2) or "
+                                  "ids (0,2); each is gated against the incumbent it was proposed from and re-gated "
+                                  "after an accept (built-in search and replay; default: one GPU)")
     p.set_defaults(func=cmd_run, evaluates=True)
 
     p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")

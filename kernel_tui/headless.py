@@ -59,6 +59,7 @@ def run(args) -> int:
         summary, written = run_headless(
             ws, device=args.device, proposer=args.proposer, max_steps=args.max_steps, cancel=cancel,
             candidates=Path(args.candidates) if args.candidates else None, on_event=_Printer(), on_start=print,
+            gpus=args.gpus,
         )
         if summary is None:
             print(f"stopped; resume with: kernel-tui run {ws.root} --headless")

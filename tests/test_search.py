@@ -365,7 +365,7 @@ def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
         raised += share > 0
     assert 0 < raised < len(candidates)  # some steps favoured, some not: the prior discriminates
 
-    p.pending, p.bottleneck = None, None
+    p.pending, p.bottleneck = {}, None
     ctx2 = ctx.model_copy(update={"round": 2, "bottleneck": "compute"})
     p.propose(ctx2)
     assert said == ["the incumbent is compute-bound: trying block, group, launch_order, num_stages, num_warps "
@@ -375,3 +375,30 @@ def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
     fresh = SearchProposer(seed=0)
     fresh.restore(json.loads(json.dumps(p.state())))
     assert fresh.bottleneck == "compute"
+
+
+def test_a_tile_of_tl_dot_is_also_offered_with_its_warps_or_stages_moved_with_it():
+    p = SearchProposer(seed=0)
+    base = baseline("matmul")
+    analysis = p._analyze(base)
+    p._register(analysis)
+    candidates = p._candidates(analysis, state_key(analysis.assignment))
+    pairs = [c for c in candidates if len(c.parts) == 2]
+    assert pairs, "coupled moves are offered beside the single steps"
+    kinds = {c.parts[0].split("=")[0]: analysis.knobs[c.parts[0].split("=")[0]].kind for c in pairs}
+    assert set(kinds.values()) == {"block"}
+    for c in pairs:
+        tile, partner = (part.split("=") for part in c.parts)
+        old_tile, new_tile = analysis.knobs[tile[0]].value, int(tile[1])
+        knob = analysis.knobs[partner[0]]
+        ratio = new_tile / old_tile
+        if knob.kind == "num_warps":
+            assert int(partner[1]) == knob.value * ratio  # the work per warp stays
+        else:
+            assert knob.kind == "num_stages" and ratio > 1 and int(partner[1]) == knob.value - 1
+    grown = {c.parts for c in pairs if analysis.knobs[c.parts[1].split("=")[0]].kind == "num_warps"}
+    assert any(int(t.split("=")[1]) > analysis.knobs[t.split("=")[0]].value for t, _ in grown)
+    assert any(int(t.split("=")[1]) < analysis.knobs[t.split("=")[0]].value for t, _ in grown)
+    # an elementwise block is left to single steps
+    va = p._analyze(baseline("vector_add"))
+    assert all(len(c.parts) == 1 for c in p._candidates(va, state_key(va.assignment)))

@@ -674,3 +674,23 @@ def test_every_command_line_option_says_what_it_does():
         assert command.prog == f"kernel-tui {name}"
     runs = next(a for a in sub.choices["compare"]._actions if a.dest == "runs")
     assert "(default: 5)" in sub.choices["compare"].format_help() and runs.default == 5
+
+
+def test_the_final_comparison_key_writes_the_summary_and_a_second_press_waits_its_turn(tmp_path):
+    ws = fixed_workspace(tmp_path / "ws")
+    app = app_for(ws.root)
+
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: run_state(app).startswith("idle"), 60, "idle")
+            await pilot.press("c")
+            await pilot.press("c")  # a second one while the first runs: said, not queued twice
+            await wait_until(pilot, lambda: "already queued" in log_text(app), 30, "the second press refused")
+            await wait_until(pilot, lambda: run_state(app).startswith("final comparison done"), EVAL_TIMEOUT,
+                             "the final comparison")
+            assert "summary:" in log_text(app)
+            await pilot.press("q")
+
+    run(scenario())
+    summary = json.loads((ws.root / "run_summary.json").read_text())
+    assert summary["best_commit"] == Workspace.open(ws.root).best.hexsha

@@ -25,6 +25,7 @@ class PendingProposal(BaseModel):
     source: str
     best_source: str
     best_commit: str
+    queued: int = 0  # proposals of the same batch that wait for a decision after this one
 
     @property
     def diff(self) -> str:

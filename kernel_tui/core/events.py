@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core.decision import Decision, PendingProposal
 from kernel_tui.core.evaluator import Progress
+from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.records import Preflight, RunSummary, TrajectoryLine
 
 
@@ -57,6 +58,13 @@ class ProgressEvent(Event):
 class VerdictEvent(Event):
     kind: Literal["verdict"] = "verdict"
     line: TrajectoryLine
+
+
+class ProfileEvent(Event):
+    """A version was profiled (or its profile failed: `record.reason` says why)."""
+
+    kind: Literal["profile"] = "profile"
+    record: ProfileRecord
 
 
 class BestChangedEvent(Event):

@@ -103,24 +103,44 @@ def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, eval
     return build(kind, ws, evaluator)
 
 
+def evaluators_for(ws: Workspace, device: str, gpus: str | None, cancel: threading.Event) -> list[Evaluator]:
+    """One evaluator per device of the pool `--gpus` names (one, the default device, without it): each
+    pinned to its GPU, with a working folder of its own. On the CPU, `--gpus N` gives N interpreter slots."""
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.gpus import GpuError, GpuPool, gpu_of
+
+    try:
+        devices = GpuPool.detect(gpus, health_check=None).devices if gpus else [None]
+        if device == "cpu" and gpus:
+            devices = [None] * len(devices)
+        made = []
+        for k, d in enumerate(devices):
+            gpu = gpu_of(d) if d is not None else None
+            workdir = ws.root / ".work" if k == 0 else ws.root / ".work" / f"device-{k}"
+            made.append(Evaluator(ws.task, device=device, workdir=workdir, cancel=cancel, gpu=gpu))
+        return made
+    except (ValueError, GpuError) as exc:
+        raise KernelTuiError(str(exc)) from None
+
+
 def run_headless(ws: Workspace, *, device: str, proposer: str | None, candidates: Path | None,
                  max_steps: int | None, cancel: threading.Event, on_event: Callable[[Event], None],
-                 on_start: Callable[[str], None]) -> tuple[RunSummary | None, list[Path]]:
-    """The unattended run of a locked workspace: an evaluator, its proposer, the Session loop to its end
-    (or to `cancel`), then the report. Returns the summary (None when stopped or the preflight failed)
-    and the report's files. `kernel-tui run --headless` and each task of a suite run this."""
-    from kernel_tui.core.evaluator import Evaluator
+                 on_start: Callable[[str], None], gpus: str | None = None) -> tuple[RunSummary | None, list[Path]]:
+    """The unattended run of a locked workspace: an evaluator (one per GPU of `gpus`), its proposer, the
+    Session loop to its end (or to `cancel`), then the report. Returns the summary (None when stopped or
+    the preflight failed) and the report's files. `kernel-tui run --headless` and each task of a suite run this."""
     from kernel_tui.core.report import write_report
     from kernel_tui.core.session import Session
 
-    try:
-        evaluator = Evaluator(ws.task, device=device, workdir=ws.root / ".work", cancel=cancel)
-    except ValueError as exc:
-        raise KernelTuiError(str(exc)) from None
+    evaluator, *parallel = evaluators_for(ws, device, gpus, cancel)
     try:
         made = make_proposer(proposer, candidates, ws, evaluator)
-        on_start(f"workspace {ws.root} — task {ws.task.name}, device {evaluator.device}, proposer {made.info.name}")
-        summary = Session(ws, evaluator, made, max_steps=max_steps, cancel=cancel, on_event=on_event).run()
+        where = f"device {evaluator.device}" + (f" × {1 + len(parallel)}" if parallel else "")
+        on_start(f"workspace {ws.root} — task {ws.task.name}, {where}, proposer {made.info.name}"
+                 + (f" (batches of {1 + len(parallel)})" if parallel and made.batches else ""))
+        summary = Session(ws, evaluator, made, max_steps=max_steps, cancel=cancel, on_event=on_event,
+                          parallel=parallel).run()
         return summary, (write_report(ws.root) if summary is not None else [])
     finally:
-        evaluator.close()
+        for ev in (evaluator, *parallel):
+            ev.close()

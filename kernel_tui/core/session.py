@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from kernel_tui.core import metrics
+from kernel_tui.core.batch import Batch
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
 from kernel_tui.core.describe import describe_edit
@@ -28,12 +29,16 @@ from kernel_tui.core.events import (
     IdleEvent,
     LogEvent,
     PreflightEvent,
+    ProfileEvent,
     ProgressEvent,
     ProposalEvent,
     RoundStartEvent,
     VerdictEvent,
 )
 from kernel_tui.core.history import baseline_latency, current_best
+from kernel_tui.core.profile.compare import summary_lines
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class
+from kernel_tui.core.profile.store import stored as stored_profile
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
 from kernel_tui.core.run_control import RunControl
@@ -63,7 +68,10 @@ class Session:
         cancel: threading.Event | None = None,
         on_event: Callable[[Event], None] | None = None,
         retest_runs: int | None = None,
+        parallel: list[Evaluator] | None = None,
     ) -> None:
+        """`parallel`: evaluators for further GPUs of the pool (each pinned to its own). With any, a proposer
+        that can hold several proposals proposes a batch per round, evaluated one per GPU (core/batch.py)."""
         self.ws, self.evaluator, self.proposer = workspace, evaluator, proposer
         self.decider = decider or AutoApprove()
         self.cancel = cancel or threading.Event()
@@ -79,6 +87,8 @@ class Session:
         self._current_round = 0
         # set when the last round could not be judged for the evaluator's own fault: it stays pending
         self.unjudged: str | None = None
+        self.profiler: Profiler | None = None  # made on first use (it looks for ncu)
+        self._said_profiles_off = False
         previous = self.proposer.on_activity  # a proposer says what it is doing: relay it as log events
 
         def relay(text: str) -> None:
@@ -86,6 +96,9 @@ class Session:
             self._log(text, self._current_round)
 
         self.proposer.on_activity = relay
+        self.batch = Batch(self, [evaluator, *parallel]) if parallel and proposer.batches else None
+        for other in parallel or []:
+            other.cancel = self.cancel
         self.evaluator.on_progress = lambda p: self.on_event(
             ProgressEvent(round=self._current_round, progress=p, text=f"{p.phase} {p.k}/{p.n}"))
 
@@ -151,6 +164,8 @@ class Session:
         pending = self.ws.pending()
         if not pending and self.remaining <= 0:
             return None
+        if not pending and self.batch is not None and self.batch.size > 1 and self.remaining > 1:
+            return self.batch.round()
         # A round committed before a stop is judged whatever the budget says now: a commit never stays
         # unjudged (and invisible) because a resumed run was given a smaller --max-steps.
         if pending:
@@ -191,14 +206,7 @@ class Session:
                                     + (f" — {decision.reason}" if decision.reason else "")))
         edited = None
         if decision.action == "reject":
-            line = TrajectoryLine(
-                round=round_no, change=change, proposer=proposer, commit=commit.hexsha, status="rejected_by_person",
-                reason=decision.reason or "rejected without a reason", accepted=False, incumbent_commit=best.hexsha,
-                device=self.evaluator.device,
-            )
-            self.ws.record_verdict(line)
-            self._finish_round(line, rejected_by_person=True)
-            return line
+            return self._reject(pending_proposal, decision.reason)
         if decision.action == "edit" and decision.source is not None:
             person = decision.person or ProposerInfo(kind="person", name="person")
             change = describe_edit(pending_proposal.best_source, decision.source, change)
@@ -215,16 +223,51 @@ class Session:
             self._log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
             return None
         line = self._record(round_no, change, proposer, commit.hexsha, best.hexsha, source, pending_proposal.best_source, result)
+        profiled = None
         if line.accepted:
             self.ws.accept(commit)
             self.on_event(BestChangedEvent(round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})"))
-        self._finish_round(line, edited_source=edited)
+            profiled = self.profile_version(commit.hexsha, round_no)
+        self._finish_round(line, edited_source=edited, profiled=profiled)
         return line
 
+    def _reject(self, pending: PendingProposal, reason: str | None) -> TrajectoryLine:
+        """The person's rejection, recorded without an evaluation; the proposer hears the reason."""
+        line = TrajectoryLine(
+            round=pending.round, change=pending.change, proposer=pending.proposer, commit=pending.commit,
+            status="rejected_by_person", reason=reason or "rejected without a reason", accepted=False,
+            incumbent_commit=pending.best_commit, device=self.evaluator.device,
+        )
+        self.ws.record_verdict(line)
+        self._finish_round(line, rejected_by_person=True)
+        return line
+
+    def profile_version(self, sha: str, round_no: int = 0) -> ProfileRecord | None:
+        """Profile one version with Nsight Compute (each accepted one, and on demand). Where this machine
+        cannot profile, the reason is said once and None returned; the run goes on without profiles."""
+        if self.profiler is None:
+            self.profiler = Profiler(self.ws, self.evaluator)
+        if self.profiler.off is None:
+            where = f"round {round_no}" if round_no else sha[:8]
+            self._log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
+            record = self.profiler.profile(sha)
+            if record.status != "unavailable":
+                self.on_event(ProfileEvent(round=round_no, record=record, text=f"{where}: {record.headline()}"))
+        if self.profiler.off is not None:
+            if not self._said_profiles_off:
+                self._said_profiles_off = True
+                self._log(self.profiler.off, round_no)
+            return None
+        return record
+
     def _bottleneck(self) -> Literal["memory", "compute", "latency"] | None:
-        """What holds the best version back on this GPU's measured roofline (None off a GPU)."""
+        """What holds the best version back: its profile's verdict where it has one, else its place on this
+        GPU's measured roofline (None off a GPU)."""
         if self.evaluator.device != "cuda":
             return None
+        record = stored_profile(self.ws, self.ws.best.hexsha)
+        if record is not None and record.profile is not None and (found := bottleneck_class(record.profile)):
+            return found
         latency = current_best(self.ws).latency or baseline_latency(self.ws)
         place = metrics.roof(self.ws.task.spec, self.ws.read_json("hardware.json")).place(latency)
         return place.bottleneck if place else None
@@ -258,12 +301,14 @@ class Session:
         self.ws.record_verdict(line)
         return line
 
-    def _finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None) -> None:
+    def _finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None,
+                      profiled: ProfileRecord | None = None) -> None:
         self.proposer.feedback(Feedback(
             round=line.round, status=line.status, accepted=line.accepted, reason=line.reason,
             improvement=line.improvement, latency=line.latency, incumbent_latency=line.incumbent_latency,
             rejected_by_person=rejected_by_person, edited_source=edited_source,
             kernels=[k.summary() for k in line.kernels],
+            profile=summary_lines(profiled.profile) if profiled is not None and profiled.profile is not None else [],
         ))
         self._save_state()
         self.on_event(VerdictEvent(round=line.round, line=line,

@@ -34,6 +34,7 @@ from kernel_tui.core.task import Task, load_task
 TOOL = git.Actor("kernel-tui", "kernel-tui@localhost")
 KERNEL_FILE = "kernel.py"
 NOTES_REF = "refs/notes/verdicts"
+PROFILES_REF = "refs/notes/profiles"  # a version's Nsight Compute profile (core/profile/store.py)
 CANDIDATES = "refs/candidates"
 EXCLUDE = """# kernel-tui run artifacts: not part of the kernel's history
 best.py
@@ -284,6 +285,17 @@ class Workspace:
         git.Reference.create(self.repo, f"{CANDIDATES}/{round_no:04d}", commit, force=True)
         return commit
 
+    def commit_onto(self, round_no: int, proposal: git.Commit, onto: git.Commit) -> git.Commit:
+        """A batch's proposal moved onto the version accepted before it (best only moves forward): the same
+        source, message and author, on top of `onto`, with a trailer naming the original; it becomes the round's
+        candidate."""
+        change, trailers = self.proposal_info(proposal)
+        trailers["Re-gated-from"] = proposal.hexsha
+        commit = self._commit_source(self.source_at(proposal), _message(change, trailers), onto,
+                                     git.Actor(proposal.author.name, proposal.author.email))
+        git.Reference.create(self.repo, f"{CANDIDATES}/{round_no:04d}", commit, force=True)
+        return commit
+
     def record_verdict(self, line: TrajectoryLine) -> None:
         """Append the verdict to trajectory.jsonl (synced) and attach it to the commit as a git note."""
         path = self.root / "trajectory.jsonl"
@@ -297,13 +309,20 @@ class Workspace:
         note = {k: v for k, v in line.model_dump(mode="json").items() if k in (
             "round", "status", "reason", "accepted", "latency", "improvement", "ci_low", "ci_high", "p_value", "device",
         )}
-        self.repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", json.dumps(note), line.commit)
+        self.add_note(NOTES_REF, line.commit, note)
 
-    def note_for(self, commit: git.Commit) -> dict | None:
+    def add_note(self, ref: str, commit: str, data: dict) -> None:
+        """Attach JSON to a commit under a notes ref (replacing what was there)."""
+        self.repo.git.notes("--ref", ref, "add", "-f", "-m", json.dumps(data), commit)
+
+    def read_note(self, ref: str, commit: str) -> dict | None:
         try:
-            return json.loads(self.repo.git.notes("--ref", NOTES_REF, "show", commit.hexsha))
+            return json.loads(self.repo.git.notes("--ref", ref, "show", commit))
         except (git.GitCommandError, ValueError):
             return None
+
+    def note_for(self, commit: git.Commit) -> dict | None:
+        return self.read_note(NOTES_REF, commit.hexsha)
 
     def accept(self, commit: git.Commit) -> None:
         """Fast-forward `best` to an accepted commit (its ancestry must contain the current best)."""

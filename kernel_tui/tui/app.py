@@ -100,7 +100,7 @@ def create_app(
     keymap: dict[str, str] | None = None,
     **extra: Any,
 ) -> KernelTuiApp:
-    """The app factory (run_tui and the tests build the app through it). extra: person, auto_approve, paused."""
+    """The app factory (run_tui and the tests build the app through it). extra: person, auto_approve, paused, gpus."""
     options = RunOptions(target=Path(target) if target is not None else None, device=device, proposer=proposer,
                          candidates=Path(candidates) if candidates else None, max_steps=max_steps,
                          workspace=Path(workspace) if workspace else None, **extra)
@@ -116,6 +116,7 @@ def run_tui(
     max_steps: int | None = None,
     workspace: Path | None = None,
     keymap: dict[str, str] | None = None,
+    gpus: str | None = None,
 ) -> int:
     """Run the interactive screen; returns the exit code (0, or 2 when the target could not be opened).
 
@@ -124,6 +125,6 @@ def run_tui(
     "replay" (with candidates) or None (the workspace's own on resume, else llm if configured, else search).
     """
     app = create_app(target, device=device, proposer=proposer, candidates=candidates, max_steps=max_steps,
-                     workspace=workspace, keymap=keymap)
+                     workspace=workspace, keymap=keymap, gpus=gpus)
     app.run()
     return app.return_code if app.return_code is not None else EXIT_OK

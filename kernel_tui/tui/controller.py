@@ -16,7 +16,8 @@ restore), so none of them ever sees another's half-done state; history reads use
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from kernel_tui.tui.messages import (
     RunStateChanged,
     ViewChanged,
 )
-from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, VersionDetail
+from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, ProfileView, VersionDetail
 
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
@@ -52,6 +53,7 @@ class RunOptions:
     candidates: Path | None = None
     max_steps: int | None = None
     workspace: Path | None = None
+    gpus: str | None = None  # evaluate batches in parallel over these GPUs (core.opening.evaluators_for)
     person: Any = None  # a ProposerInfo; default: person_identity()
     auto_approve: bool = False
     paused: bool = False  # start paused (rounds start with n)
@@ -74,6 +76,7 @@ class Controller:
         self.ws: Workspace | None = None
         self.session: Session | None = None
         self.evaluator: Evaluator | None = None
+        self.parallel: list[Evaluator] = []  # the further GPUs' evaluators (--gpus)
         self.decider: PersonDecider | None = None
         self.proposer: PersonProposer | None = None
         self.person: ProposerInfo | None = None
@@ -115,8 +118,7 @@ class Controller:
 
     def _open(self) -> None:
         from kernel_tui.core.errors import KernelTuiError
-        from kernel_tui.core.evaluator import Evaluator
-        from kernel_tui.core.opening import make_proposer, open_or_create
+        from kernel_tui.core.opening import evaluators_for, make_proposer, open_or_create
         from kernel_tui.core.run_control import RunControl
         from kernel_tui.core.session import Session
         from kernel_tui.core.workspace import person_identity
@@ -128,10 +130,8 @@ class Controller:
         ws = open_or_create(Path(opts.target), Path(opts.workspace) if opts.workspace else None)
         ws.lock()
         try:
-            try:
-                evaluator = Evaluator(ws.task, device=opts.device, workdir=ws.root / ".work", cancel=self.cancel)
-            except ValueError as exc:
-                raise KernelTuiError(str(exc)) from None
+            evaluator, *parallel = evaluators_for(ws, opts.device, opts.gpus, self.cancel)
+            self.parallel = parallel
             inner = opts.proposer if hasattr(opts.proposer, "propose") else make_proposer(
                 opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator)
             person = self.person = opts.person or person_identity()
@@ -140,7 +140,7 @@ class Controller:
             decider.auto_approve = opts.auto_approve
             self.control = RunControl(cancel=self.cancel, paused=opts.paused, stay_when_idle=True)
             self.session = Session(ws, evaluator, proposer, decider, max_steps=opts.max_steps,
-                                   cancel=self.cancel, on_event=self._on_event)
+                                   cancel=self.cancel, on_event=self._on_event, parallel=parallel)
         except BaseException:
             ws.unlock()
             raise
@@ -163,8 +163,8 @@ class Controller:
         control = self.control
         got = control.engine.acquire(timeout=60) if control is not None else False
         try:
-            if self.evaluator is not None:
-                self.evaluator.close()
+            for ev in ([self.evaluator] if self.evaluator is not None else []) + self.parallel:
+                ev.close()
             if self.ws is not None:
                 self.ws.unlock()
         finally:
@@ -180,37 +180,50 @@ class Controller:
                 return True
         return False
 
-    def finalize(self) -> None:
-        """Key c: the final re-test of baseline vs best, run_summary.json, agent-status.json."""
+    @contextmanager
+    def _engine_job(self, what: str) -> Iterator[bool]:
+        """A job that moves the workspace or needs the GPU alone (final comparison, restore, profile): one
+        queued at a time; rounds pause; it waits for the round in flight. Yields False when it cannot run."""
         self._require_ready(moving=True)
         if not self._jobs.acquire(blocking=False):
-            self._log("a final comparison or restore is already queued", "yellow")
+            self._log("a final comparison, restore or profile is already queued", "yellow")
+            yield False
             return
         try:
             self.pause()
-            if not self._acquire_engine("final comparison"):
+            if not self._acquire_engine(what):
+                yield False
                 return
+            try:
+                yield True
+            finally:
+                self.engine.release()
+                self.post(EvalProgress(None))
+        finally:
+            self._jobs.release()
+
+    def finalize(self) -> None:
+        """Key c: the final re-test of baseline vs best, run_summary.json, agent-status.json."""
+        with self._engine_job("final comparison") as ready:
+            if not ready:
+                return
+            assert self.session is not None and self.control is not None
             self._finalizing = True
             try:
-                assert self.session is not None and self.control is not None
                 self._state("final comparison: baseline vs best in fresh processes…", busy=True)
                 stopped = None if self.control.idle else "the person ran the final comparison"
                 summary = self.session.finalize(stopped)
-                if summary is None:  # quit or cancelled mid re-test: the earlier records are kept as they were
-                    self._log("final comparison stopped before it finished: no summary written", "yellow")
-                    self._state("final comparison stopped — nothing was written")
-                    return
-                self._log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
-                          f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
-                                                          if summary.final_speedup is not None else ""), "bold")
-                self._refresh()
             finally:
                 self._finalizing = False
-                self.engine.release()
-                self.post(EvalProgress(None))
-            self._state("final comparison done — p writes the report · n runs another round")
-        finally:
-            self._jobs.release()
+            if summary is None:  # quit or cancelled mid re-test: the earlier records are kept as they were
+                self._log("final comparison stopped before it finished: no summary written", "yellow")
+                self._state("final comparison stopped — nothing was written")
+                return
+            self._log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
+                      f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
+                                                      if summary.final_speedup is not None else ""), "bold")
+            self._refresh()
+        self._state("final comparison done — p writes the report · n runs another round")
 
     def report(self) -> list[Path]:
         """Key p: report.md and the figures, from the workspace's records (read only: no engine lock)."""
@@ -231,25 +244,32 @@ class Controller:
 
     def restore(self, rev: str) -> str:
         """History: make an old version the incumbent again, as a new commit on `best` by the person."""
-        self._require_ready(moving=True)
-        if not self._jobs.acquire(blocking=False):
-            self._log("a final comparison or restore is already queued", "yellow")
-            return ""
-        try:
-            self.pause()
-            if not self._acquire_engine("restore"):
+        with self._engine_job("restore") as ready:
+            if not ready:
                 return ""
-            try:
-                assert self.ws is not None and self.person is not None
-                commit = self.ws.restore(rev, self.person)
-                self._log(f"restored {rev[:8]} as incumbent: best is now {commit.hexsha[:8]} "
-                          "(a new commit; history kept)", "bold cyan")
-                self._refresh()
-            finally:
-                self.engine.release()
-        finally:
-            self._jobs.release()
+            assert self.ws is not None and self.person is not None
+            commit = self.ws.restore(rev, self.person)
+            self._log(f"restored {rev[:8]} as incumbent: best is now {commit.hexsha[:8]} "
+                      "(a new commit; history kept)", "bold cyan")
+            self._refresh()
         return commit.hexsha
+
+    def profile(self, rev: str) -> None:
+        """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it."""
+        with self._engine_job("profile") as ready:
+            if not ready:
+                return
+            assert self.session is not None
+            self._state(f"profiling {rev[:8]} with Nsight Compute…", busy=True)
+            record = self.session.profile_version(rev)
+            self._state("profile done — space resumes" if record is not None else "no profile — see the log")
+
+    def profile_view(self, commit: str, against: str | None) -> ProfileView:
+        self._require_ready()
+        from kernel_tui.tui import present
+
+        with self._hist_lock:
+            return present.profile_view(self._history_ws(), commit, against)
 
     def _history_ws(self) -> Workspace:
         from kernel_tui.core.workspace import Workspace
@@ -330,6 +350,8 @@ class Controller:
             auto = self.decider is not None and self.decider.auto_approve
             state = "auto-approved — evaluating" if auto else \
                 "awaiting your decision — a approve · r reject · e edit · E $EDITOR · f full source"
+            if e.pending.queued and not auto:
+                state += f" · A approves it and the {e.pending.queued} more of this batch"
             self._show_pending(present.pending_view(e.pending, state, waiting=not auto))
             self._log(e.text, "bold")
         elif isinstance(e, ev.DecisionEvent):
@@ -366,7 +388,8 @@ class Controller:
 
     def _on_waiting(self, pending: PendingProposal | None) -> None:
         if pending is not None:
-            self._state(f"round {pending.round}: awaiting your decision", busy=False)
+            batch = f" · {pending.queued} more of this batch wait (A approves them all)" if pending.queued else ""
+            self._state(f"round {pending.round}: awaiting your decision{batch}", busy=False)
 
     # --- posting --------------------------------------------------------------------------------------
     def _show_pending(self, view: PendingView | None) -> None:
@@ -400,7 +423,7 @@ class Controller:
         )
         self.post(ViewChanged(RunView(task=ws.task.name, workspace=ws.root.name, best=best,
                                       rows=present.rows(lines), charts=present.charts(ws, lines, device),
-                                      status=status)))
+                                      status=status, baseline_commit=ws.baseline.hexsha)))
 
     # ================================================================================================
     # UI side: called from the event loop; never blocks. Returns a message for the person, or None.
@@ -423,6 +446,18 @@ class Controller:
         if not self.decider.answer(decision):
             return "the proposal was already decided"
         self.staged = None
+        return None
+
+    def approve_batch(self) -> str | None:
+        """Key A: the waiting proposal and the rest of its batch go to the evaluators."""
+        pending = self.waiting
+        if pending is None:
+            return "no proposal is waiting for a decision"
+        if self.staged is not None:
+            return "your edit is staged: a sends it (A would approve the proposal without it)"
+        assert self.decider is not None  # a proposal is waiting: the decider exists
+        if not self.decider.approve_batch():
+            return "the proposal was already decided"
         return None
 
     def reject(self, reason: str) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, RunView, VersionDetail
+from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, ProfileView, RunView, VersionDetail
 
 
 class ViewChanged(Message):
@@ -80,3 +80,9 @@ class Restored(Message):
     def __init__(self, commit: str, text: str) -> None:
         super().__init__()
         self.commit, self.text = commit, text
+
+
+class ProfileLoaded(Message):
+    def __init__(self, view: ProfileView) -> None:
+        super().__init__()
+        self.view = view

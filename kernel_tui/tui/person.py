@@ -29,13 +29,14 @@ class PersonDecider:
         self._answered = threading.Event()
         self._answer: Decision | None = None
         self._pending: PendingProposal | None = None
+        self._approve_until = 0  # rounds up to this one (the rest of a batch the person approved) need no wait
 
     @property
     def pending(self) -> PendingProposal | None:
         return self._pending
 
     def decide(self, pending: PendingProposal, cancel: threading.Event) -> Decision:
-        if self.auto_approve:
+        if self.auto_approve or pending.round <= self._approve_until:
             return APPROVE
         with self._lock:
             self._pending, self._answer = pending, None
@@ -63,6 +64,16 @@ class PersonDecider:
             self._answered.set()
             return True
 
+    def approve_batch(self) -> bool:
+        """From the UI thread: approve the waiting proposal and every later one of its batch. False when no
+        proposal is waiting."""
+        with self._lock:
+            pending = self._pending
+        if pending is None:
+            return False
+        self._approve_until = max(self._approve_until, pending.round + pending.queued)
+        return self.answer(APPROVE)
+
     def wake(self) -> None:
         """Cancel: `decide` returns at once (the caller has set the Session's cancel event)."""
         self._answered.set()
@@ -79,6 +90,7 @@ class PersonProposer(Proposer):
     def __init__(self, inner: Proposer, person: ProposerInfo, draft_dir: Path) -> None:
         self.inner, self.person = inner, person
         self.info = inner.info
+        self.batches = inner.batches
         self.draft_path = draft_dir / "person-draft.py"
         self._draft_change = draft_dir / "person-draft.txt"
         self._person_rounds: set[int] = set()

@@ -18,6 +18,8 @@ from kernel_tui.core.history import (
     version_label,
     version_status,
 )
+from kernel_tui.core.profile.compare import compare_profiles, summary_lines
+from kernel_tui.core.profile.store import stored as stored_profile
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.report import accepted_record, status_counts
 from kernel_tui.core.verdicts import label, verdict_category
@@ -30,6 +32,7 @@ from kernel_tui.tui.view import (
     ChartData,
     HistoryData,
     PendingView,
+    ProfileView,
     StatusView,
     VerdictRow,
     VersionDetail,
@@ -162,10 +165,43 @@ def history(ws: Workspace) -> HistoryData:
 
 def detail(ws: Workspace, commit: str, against: str | None, label: str) -> VersionDetail:
     source = ws.source_at(commit)
+    profile = tuple(profile_comparison(ws, commit, against))
     if against is None:
-        return VersionDetail(commit=commit, source=source, diff="(no earlier version)\n", against=label)
+        return VersionDetail(commit=commit, source=source, diff="(no earlier version)\n", against=label, profile=profile)
     diff = unified(ws.source_at(against), source, f"{label}", f"{commit[:8]}")
-    return VersionDetail(commit=commit, source=source, diff=diff or "(identical)\n", against=label)
+    return VersionDetail(commit=commit, source=source, diff=diff or "(identical)\n", against=label, profile=profile)
+
+
+def profile_comparison(ws: Workspace, commit: str, against: str | None) -> list[str]:
+    """The version's profile headline and, when the other version was profiled too, what changed."""
+    mine = stored_profile(ws, commit)
+    if mine is None:
+        return []
+    lines = [mine.headline()]
+    other = stored_profile(ws, against) if against else None
+    if against and mine.profile is not None and other is not None and other.profile is not None:
+        changes = compare_profiles(other.profile, mine.profile)
+        lines.append(f"against {against[:8]}: " + ("; ".join(changes) if changes else "no change that matters"))
+    return lines
+
+
+def profile_view(ws: Workspace, commit: str, against: str | None) -> ProfileView:
+    """What the profile screen shows of one version: its profile, each kernel, and the comparison."""
+    record = stored_profile(ws, commit)
+    title = f"profile of {commit[:8]}"
+    if record is None:
+        return ProfileView(commit=commit, title=title, profiled=False, lines=(
+            "not profiled yet — r profiles it now: one call at the benchmark shape under Nsight Compute (~10 s "
+            "on a GPU; rounds pause meanwhile)",))
+    if record.profile is None:
+        return ProfileView(commit=commit, title=title, profiled=False,
+                           lines=(f"no profile: {record.reason}", "r tries again"))
+    p = record.profile
+    lines = [f"{record.headline()} · {record.device_name or 'GPU'} · taken {record.created}", "", *summary_lines(p)]
+    if len(p.kernels) > 1:
+        lines += ["", "kernels:"] + [f"  {k.name}: {fmt_latency(k.duration_s)}" for k in p.kernels]
+    lines += ["", *profile_comparison(ws, commit, against)[1:]]
+    return ProfileView(commit=commit, title=f"{title} at shape {record.shape}", profiled=True, lines=tuple(lines))
 
 
 # --- the picker ----------------------------------------------------------------------------------------

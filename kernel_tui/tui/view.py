@@ -106,6 +106,7 @@ class RunView:
     rows: tuple[VerdictRow, ...]
     charts: ChartData
     status: StatusView
+    baseline_commit: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,17 @@ class VersionDetail:
     source: str
     diff: str
     against: str  # "previous (abc12345)", "baseline (…)", "marked (…)"
+    profile: tuple[str, ...] = ()  # the version's profile headline and what changed against `against`'s
+
+
+@dataclass(frozen=True)
+class ProfileView:
+    """A version's Nsight Compute profile as the profile screen shows it."""
+
+    commit: str
+    title: str
+    lines: tuple[str, ...]
+    profiled: bool  # False: not profiled yet, or no profile could be taken (the lines say why)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from textual import work
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, LogLine, Restored
+from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, LogLine, ProfileLoaded, Restored
 
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
@@ -58,6 +58,15 @@ class WorkersMixin:
         new = controller.restore(commit)
         if new:
             target.post_message(Restored(new, f"best is now {new[:8]}, a copy of {commit[:8]}"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="profile-view", description="load a profile")
+    def load_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:
+        target.post_message(ProfileLoaded(controller.profile_view(commit, against)))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="profile", description="profile a version")
+    def run_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:
+        controller.profile(commit)
+        target.post_message(ProfileLoaded(controller.profile_view(commit, against)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="picker", description="find workspaces and tasks")
     def find_candidates(self, target: MessagePump) -> None:

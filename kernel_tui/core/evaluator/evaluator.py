@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from tempfile import mkdtemp
 from typing import Literal
@@ -36,14 +36,16 @@ from kernel_tui.core.evaluator.models import (
     WorkerResult,
 )
 from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_worker
-from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_worker
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker
 from kernel_tui.core.policy import check_source
+from kernel_tui.core.profile.ncu import ncu_wrapper
 from kernel_tui.core.task import Task
 from kernel_tui.format import shape_figures as format_shapes
 
 INTERPRETER_LABEL = "CPU interpreter — timings are not GPU timings"
 # The interpreter runs kernels thousands of times slower than a GPU and its timings mean nothing for
 # GPU performance, so a CPU block is kept short: enough pairs for the pipeline and the gate to run.
+PROFILE_TIMEOUT = 300.0  # seconds: ncu replays each kernel once per pass of counters (~38 passes for a full set)
 INTERPRETER_PAIRS = 8
 INTERPRETER_INNER = 2
 
@@ -154,8 +156,11 @@ class Evaluator:
         timeout: float | None = None,
         fork_server: bool = True,
         memory_budget: int | None = None,
+        gpu: str | None = None,
     ) -> None:
         self.task = task
+        # a lease of the GPU pool: every worker of this evaluator (both sides of each paired block) runs on it
+        self.gpu = gpu
         self.device = resolve_device(device)
         # absolute: workers (forked ones too) change directory before they read their paths
         self.workdir = (Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))).resolve()
@@ -196,7 +201,7 @@ class Evaluator:
             if self._server is None or not self._server.alive:
                 if self._server is not None:
                     self._server.close()
-                self._server = ForkServer(self.workdir / "fork-server", self.device, self.triton_cache)
+                self._server = ForkServer(self.workdir / "fork-server", self.device, self.triton_cache, self.gpu)
                 weakref.finalize(self, self._server.close)
                 if not self._server.alive:
                     self._use_fork_server = False
@@ -266,9 +271,26 @@ class Evaluator:
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
         block: int, deadline: float, phase: str, trusted: bool,
     ) -> WorkerResult:
+        workdir = self._next_workdir()
+        request = self._request(candidate, incumbent, correctness=correctness, timing=timing, block=block,
+                                trusted=trusted, workdir=workdir)
+        remaining = max(1.0, deadline - time.monotonic())
+        return run_worker(
+            request, workdir, timeout=remaining,
+            triton_cache=self.triton_cache, cancel=self.cancel, server=self._fork_server(), gpu=self.gpu,
+            on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
+        )
+
+    def _next_workdir(self) -> Path:
         self._runs += 1
-        workdir = self.workdir / f"worker-{self._runs:04d}"
-        request = WorkerRequest(
+        return self.workdir / f"worker-{self._runs:04d}"
+
+    def _request(
+        self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None, block: int,
+        trusted: bool, workdir: Path, profile: bool = False, sandbox: SandboxPlan | None = None,
+    ) -> WorkerRequest:
+        sandbox = sandbox or self._sandbox
+        return WorkerRequest(
             task=self.task.spec.model_dump(mode="json", by_alias=True),
             reference_source=self.task.reference_source,
             generator_source=self.task.generator_source,
@@ -279,15 +301,30 @@ class Evaluator:
             timing=timing,
             block=block,
             enforce_policy=self.enforce_policy and not trusted,
-            sandbox=for_worker(self._sandbox, workdir) if self._sandbox else None,
-            memory_level=self.memory_level, memory_budget=self.memory_budget,
+            sandbox=for_worker(sandbox, workdir) if sandbox else None,
+            memory_level=self.memory_level, memory_budget=self.memory_budget, profile=profile,
         )
-        remaining = max(1.0, deadline - time.monotonic())
-        return run_worker(
-            request, workdir, timeout=remaining,
-            triton_cache=self.triton_cache, cancel=self.cancel, server=self._fork_server(),
-            on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
-        )
+
+    def profile(self, candidate: str, ncu: str, *, trusted: bool = False,
+                metrics: Sequence[str] | None = None) -> tuple[WorkerResult, str]:
+        """One worker under Nsight Compute: warm-up calls, then one profiled call at the timing shape.
+        Returns the worker's result and ncu's log (its CSV, or why it could not profile). Always a fresh
+        interpreter (ncu starts the process), confined like every worker, with ncu's own files readable."""
+        workdir = self._next_workdir().resolve()
+        workdir.mkdir(parents=True, exist_ok=True)
+        log = workdir / "ncu.log"
+        sandbox = for_profiler(self._sandbox, ncu) if self._sandbox else None
+        request = self._request(candidate, None, correctness=False, timing=None, block=0, trusted=trusted,
+                                workdir=workdir, profile=True, sandbox=sandbox)
+        self.reset_memory_plan()
+        res = run_worker(request, workdir, timeout=max(self.timeout, PROFILE_TIMEOUT), triton_cache=self.triton_cache,
+                         cancel=self.cancel, gpu=self.gpu, wrapper=ncu_wrapper(ncu, log, *([list(metrics)] if metrics else [])),
+                         on_progress=lambda ph, k, n: self._emit("profile", k, n))
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        return res, text
 
     def check_policy(self, source: str) -> EvalResult | None:
         """None when the source passes the static policy (or the policy is off), else the rejection."""

@@ -61,6 +61,9 @@ class WorkerRequest(_Frozen):
     sandbox: SandboxPlan | None = None  # None: the worker runs unconfined, and its result says so
     memory_level: int = 0  # 0: the first memory plan; each retry after the evaluator ran out of memory is smaller
     memory_budget: int | None = None  # bytes the worker may count as free (None: what the device reports)
+    # profile: after warm-up calls, one call of the candidate at the timing shape between cudaProfilerStart
+    # and Stop (a profiler wrapping the worker records that range alone); nothing is checked or timed
+    profile: bool = False
 
 
 class CaseResult(_Frozen):

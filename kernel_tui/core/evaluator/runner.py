@@ -43,8 +43,12 @@ ENV_ALLOWLIST = {
 ProgressFn = Callable[[str, int, int], None]
 
 
-def worker_env(workdir: Path, device: str, triton_cache: Path) -> dict[str, str]:
+def worker_env(workdir: Path, device: str, triton_cache: Path, gpu: str | None = None) -> dict[str, str]:
+    """The allowlisted environment of a worker; `gpu` pins it to one device of the host (a lease of the
+    GPU pool): the worker then sees that device alone, as cuda:0."""
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWLIST}
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
     env.update(
         HOME=str(workdir),
         TMPDIR=str(workdir),
@@ -79,14 +83,14 @@ def _tail(path: Path, limit: int = 300) -> str:
 class ForkServer:
     """A long-lived process that forks workers on request (see worker.serve_forks)."""
 
-    def __init__(self, workdir: Path, device: str, triton_cache: Path) -> None:
+    def __init__(self, workdir: Path, device: str, triton_cache: Path, gpu: str | None = None) -> None:
         workdir, triton_cache = workdir.resolve(), triton_cache.resolve()
         workdir.mkdir(parents=True, exist_ok=True)
         triton_cache.mkdir(parents=True, exist_ok=True)
         self._log = open(workdir / "fork-server.log", "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", FORK_SERVER_BOOTSTRAP, json.dumps(package_paths())],
-            cwd=workdir, env=worker_env(workdir, device, triton_cache), stdin=subprocess.PIPE,
+            cwd=workdir, env=worker_env(workdir, device, triton_cache, gpu), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1, start_new_session=True,
         )
         self._ids = itertools.count(1)
@@ -189,7 +193,10 @@ def run_worker(
     cancel: threading.Event | None = None,
     on_progress: ProgressFn | None = None,
     server: ForkServer | None = None,
+    gpu: str | None = None,
+    wrapper: list[str] | None = None,
 ) -> WorkerResult:
+    """`wrapper` (a profiler's command line) runs the worker under it, always in a fresh interpreter."""
     workdir, triton_cache = workdir.resolve(), triton_cache.resolve()  # the worker changes directory first
     workdir.mkdir(parents=True, exist_ok=True)
     triton_cache.mkdir(parents=True, exist_ok=True)
@@ -200,13 +207,14 @@ def run_worker(
     (workdir / "progress.jsonl").unlink(missing_ok=True)
     progress = _Progress(workdir / "progress.jsonl", on_progress)
 
-    pid = server.spawn(req_path, res_path, workdir) if server is not None and server.alive else None
+    forked = server is not None and server.alive and not wrapper
+    pid = server.spawn(req_path, res_path, workdir) if forked and server is not None else None
     proc = None
     if pid is None:  # no fork server: a fresh interpreter
         with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", BOOTSTRAP, str(req_path), str(res_path)],
-                cwd=workdir, env=worker_env(workdir, request.device, triton_cache), stdin=subprocess.DEVNULL,
+                [*(wrapper or []), sys.executable, "-I", "-c", BOOTSTRAP, str(req_path), str(res_path)],
+                cwd=workdir, env=worker_env(workdir, request.device, triton_cache, gpu), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True,
             )
         pid = proc.pid

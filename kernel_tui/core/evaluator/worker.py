@@ -313,6 +313,9 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         if req.device == "cuda":  # every kernel the candidate launched is compiled by now
             facts = _kernel_facts(cand_module, kernels)
 
+    if req.profile:
+        return _profiled_call(req, spec, candidate, plan_for, stale, fail, candidate_failed, seconds, t0, env)
+
     timing, more_timings = None, []
     if req.timing is not None:
         from kernel_tui.core.evaluator.timing import BlockTimer, KernelOutOfMemory
@@ -357,6 +360,47 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
     seconds["total"] = time.perf_counter() - t0
     return WorkerResult(status=Status.ok, reason="correct" + (" and timed" if timing else ""), cases=cases, timing=timing,
                         more_timings=more_timings, environment=env, seconds=seconds, kernels=facts)
+
+
+PROFILE_WARMUP = 3  # calls before the profiled one: compiling and autotuning stay outside the profiled range
+
+
+def _profiled_call(req: WorkerRequest, spec, candidate, plan_for, stale: bool, fail, candidate_failed,
+                   seconds: dict[str, float], t0: float, env) -> WorkerResult:
+    """The candidate at the timing shape: warm-up calls, then one call inside cudaProfilerStart/Stop, so
+    that a profiler started with profiling off records the candidate's own kernels and nothing else
+    (input generation, the warm-up's compiles and autotuning stay outside)."""
+    import torch
+
+    from kernel_tui.core.evaluator.harness import ArgumentSet, TaskFault
+
+    case = spec.timing_shape(req.device)
+    plan = plan_for(case)
+    if not plan.fits:
+        return fail(Status.evaluator_fault, plan.refusal()).model_copy(update={"retry_smaller": False})
+    try:
+        inputs = ArgumentSet.build(spec, case.dims, req.device, _seed(0, 0), stale=stale)
+    except TaskFault as exc:
+        return fail(Status.invalid_task, f"profile at shape {case.name}: {exc}")
+    cuda = req.device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    step = "profile warm-up"
+    try:
+        for _ in range(PROFILE_WARMUP):
+            candidate(*inputs.args())
+        sync()
+        step = "profiled call"
+        if cuda:
+            torch.cuda.profiler.start()
+        candidate(*inputs.args())
+        sync()
+        if cuda:
+            torch.cuda.profiler.stop()
+    except Exception as exc:  # noqa: BLE001 - the candidate's fault, classified
+        return candidate_failed(exc, case, step)
+    seconds["total"] = time.perf_counter() - t0
+    return WorkerResult(status=Status.ok, reason=f"profiled one call at shape {case.name}", environment=env,
+                        seconds=seconds)
 
 
 def _kernel_facts(module, names: set[str]) -> list:

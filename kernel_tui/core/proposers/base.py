@@ -49,6 +49,7 @@ class Feedback(BaseModel):
     rejected_by_person: bool = False
     edited_source: str | None = None  # what the person changed the proposal into, if they did
     kernels: list[str] = []  # what the compiler made of its kernels (registers, spills, occupancy), one line each
+    profile: list[str] = []  # an accepted version's Nsight Compute profile, one line each (where one was taken)
 
 
 def _silent(text: str) -> None:
@@ -61,6 +62,9 @@ class Proposer:
     through `on_activity`; the Session relays it to every front end."""
 
     info: ProposerInfo
+    # True: several proposals may be outstanding at once (a batch for idle GPUs), each answered by its
+    # round's feedback. A conversation (the agent) proposes one at a time.
+    batches: bool = False
 
     @property
     def on_activity(self) -> Callable[[str], None]:

@@ -1,8 +1,9 @@
 """The agent's tools: their schemas, the checking of a model's arguments, and the read-only answers.
 
 Seven tools, as the published method names them: read_best(), read_reference(), get_environment(),
-get_history(limit), compile_candidate(source), submit_candidate(source, change), finish(summary).
-The first five are answered here; submit_candidate goes through the Session (a person's decision, then
+get_history(limit), compile_candidate(source), submit_candidate(source, change), finish(summary); and an
+eighth, profile_candidate(source | round), for what Nsight Compute says of a kernel.
+The first five and the profile's answer are made here; submit_candidate goes through the Session (a person's decision, then
 evaluation and the gate) and finish ends the conversation, both handled by the proposer.
 
 A model's arguments are checked with pydantic; whatever is wrong (invalid JSON, a missing or
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kernel_tui.core import metrics
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import EvalResult, Evaluator
+from kernel_tui.core.profile.compare import summary_lines
+from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.proposers.base import Feedback
 from kernel_tui.core.workspace import Workspace
 
@@ -46,6 +49,13 @@ class SubmitArgs(SourceArgs):
     change: str = Field(min_length=1, description="One line: what this candidate changes and why it should be faster.")
 
 
+class ProfileArgs(_Args):
+    source: str | None = Field(None, min_length=1, description="A complete candidate module to profile (the static "
+                               "policy checks it first). Leave out to profile a version instead.")
+    round: int | None = Field(None, ge=1, description="The round whose version to profile; leave out (and source "
+                              "out) for the incumbent.")
+
+
 class FinishArgs(_Args):
     summary: str = Field(description="What was tried, what was kept, and why you stop.")
 
@@ -60,6 +70,9 @@ DESCRIPTIONS = {
     "submit_candidate": "Submit a candidate for this round. A person approves, edits or rejects it; then it is "
     "checked and timed against the best by the gate. Returns the verdict, or the person's reason, or their edit. "
     "Costs one round of the budget.",
+    "profile_candidate": "Profile a kernel with Nsight Compute on the GPU (one call at the benchmark shape): kernel "
+    "time, DRAM traffic and % of peak, SM and tensor-pipe use, achieved occupancy, L1/L2 hit rates and the top "
+    "warp-stall reasons. Give a source, a round, or nothing (the incumbent). Costs no round; about 10 s.",
     "finish": "End the optimization with a summary. Call it when further candidates are unlikely to pass the gate.",
 }
 
@@ -70,6 +83,7 @@ ARGUMENTS: dict[str, type[_Args]] = {
     "get_history": HistoryArgs,
     "compile_candidate": SourceArgs,
     "submit_candidate": SubmitArgs,
+    "profile_candidate": ProfileArgs,
     "finish": FinishArgs,
 }
 
@@ -269,6 +283,8 @@ def verdict_result(fb: Feedback, submitted_source: str) -> str:
     }
     if fb.kernels:  # what the compiler made of it: registers, spills, shared memory, occupancy
         data["compiled_kernels"] = fb.kernels
+    if fb.profile:  # an accepted version's Nsight Compute profile: why the new incumbent is as fast as it is
+        data["profile"] = fb.profile
     if fb.accepted:
         data["note"] = "Accepted: this candidate is now the best, the incumbent of the next round."
     elif fb.status == "ok":
@@ -281,3 +297,14 @@ def verdict_result(fb: Feedback, submitted_source: str) -> str:
         data["note"] = "The person edited your candidate before evaluation; the verdict is for their version " \
             "(evaluated_source). " + data["note"]
     return _json(data)
+
+
+def profile_answer(record: ProfileRecord) -> str:
+    """The answer to profile_candidate: the profile's summary and its kernels, or why there is none."""
+    if record.profile is None:
+        return _json({"status": record.status, "reason": record.reason})
+    return _json({
+        "status": "ok", "shape": record.shape, "device": record.device_name, "headline": record.headline(),
+        "summary": summary_lines(record.profile),
+        "kernels": [k.model_dump(exclude_none=True) for k in record.profile.kernels],
+    })

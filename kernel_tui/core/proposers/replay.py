@@ -20,6 +20,8 @@ def describe(path: Path, source: str) -> str:
 
 
 class ReplayProposer(Proposer):
+    batches = True
+
     def __init__(self, directory: Path) -> None:
         directory = Path(directory)
         if not directory.is_dir():

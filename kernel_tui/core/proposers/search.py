@@ -40,6 +40,7 @@ generator, so a resumed run continues exactly where it stopped.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -82,6 +83,15 @@ FAVOURED_KINDS = {
 }
 
 
+def _couples(action: Action, ratio: float) -> bool:
+    """Whether `action` is the partner a tile change by `ratio` calls for (see SearchProposer._coupled)."""
+    if not isinstance(action.old, int) or not isinstance(action.new, int) or action.old <= 0:
+        return False
+    if action.kind == "num_warps":
+        return action.new == action.old * ratio if ratio > 1 else action.new * (1 / ratio) == action.old
+    return action.kind == "num_stages" and ratio > 1 and action.new == action.old - 1
+
+
 def state_key(assignment: dict) -> str:
     return json.dumps(assignment, sort_keys=True, separators=(",", ":"))
 
@@ -115,6 +125,8 @@ class _Candidate:
 
 
 class SearchProposer(Proposer):
+    batches = True  # every proposal remembers its own step until its round's feedback
+
     def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25, *,
                  analyze: Callable[[str], Analysis] = analyze) -> None:
         """`analyze` reads a source's knobs; a caller may narrow what the search sees (a replay over a
@@ -137,7 +149,8 @@ class SearchProposer(Proposer):
         self.numeric: dict[str, bool] = {}
         self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
         self.rejected: dict[str, list[list[str]]] = {}  # state key -> the atomic steps of each rejected proposal
-        self.pending: dict | None = None
+        # round (as text: JSON keys) -> the step proposed in it, until its feedback; several in a batch
+        self.pending: dict[str, dict] = {}
         self._model: tuple | None = None
         self._analyses: dict[str, Analysis] = {}
 
@@ -170,19 +183,19 @@ class SearchProposer(Proposer):
 
         candidates = self._candidates(analysis, skey)
         if not candidates:
-            self.pending = None
+            self.pending.pop(str(context.round), None)
             return None
         scores = [self._score(analysis, s, level, c) for c in candidates]
         chosen = candidates[self._choose(scores)]
         self.tried_pairs.add(f"{skey}|{chosen.key}")
         self.tried_sources.add(source_hash(chosen.source))
-        self.pending = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
-                        "level": level, "round": context.round}
+        self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
+                                            "level": level, "round": context.round}
         self.step += 1
         return Proposal(source=chosen.source, change=chosen.change, proposer=self.info)
 
     def feedback(self, feedback: Feedback) -> None:
-        pending, self.pending = self.pending, None
+        pending = self.pending.pop(str(feedback.round), None)
         if feedback.edited_source is not None:
             self.tried_sources.add(source_hash(feedback.edited_source))
         if pending is None:
@@ -263,7 +276,9 @@ class SearchProposer(Proposer):
         self.numeric = dict(state.get("numeric") or {})
         self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
         self.rejected = {k: [list(parts) for parts in v] for k, v in (state.get("rejected") or {}).items()}
-        self.pending = state.get("pending")
+        saved = state.get("pending") or {}
+        # a state written before batches held one step, not one per round
+        self.pending = {str(saved.get("round", 0)): saved} if "s" in saved else dict(saved)
         self.bottleneck = state.get("bottleneck")
         self._model = None
 
@@ -282,12 +297,13 @@ class SearchProposer(Proposer):
         that was not clearly slower; when none of those is left either (a local optimum of single
         steps), two steps through any step: an interaction can hide behind a slower first step
         (measured on an H200 matmul table, 5 of 20 replayed searches stopped short without this)."""
-        out = self._steps(analysis, skey, None, seen=set())
+        seen: set[str] = set()
+        out = self._steps(analysis, skey, None, seen=seen) + self._coupled(analysis, skey, seen)
         if out:
             return out
         outcomes = {(t["s"], t["a"]): t.get("step", t["r"]) for t in self.transitions}
         for floor in (TWO_STEP_FLOOR, -math.inf):
-            seen: set[str] = set()
+            seen = set()
             for first in analysis.actions():
                 r = outcomes.get((skey, first.key))
                 if r is None or r < floor:  # untried here, failed, or (first pass) clearly slower
@@ -302,11 +318,34 @@ class SearchProposer(Proposer):
                 return out
         return out
 
-    def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str]) -> list[_Candidate]:
+    def _coupled(self, analysis: Analysis, skey: str, seen: set[str]) -> list[_Candidate]:
+        """Coupled moves of a kernel with tl.dot, offered beside the single steps: a tile that grows by a factor r together with
+        num_warps scaled by r (the work per warp stays), or with one pipeline stage less (the shared memory a
+        stage takes grows with the tile); a tile that shrinks with fewer warps. On the H200 matmul the sweep's
+        best needs block_n 256 and 8 warps at once, which single steps did not find live."""
+        out: list[_Candidate] = []
+        if not any(k.has_dot for k in analysis.kernels.values()):
+            return out  # a tile of tl.dot: elementwise blocks couple weakly (more moves only dilute the search)
+        for tile in analysis.actions():
+            if tile.kind != "block" or not isinstance(tile.old, int) or not isinstance(tile.new, int) or tile.old <= 0:
+                continue
+            ratio = tile.new / tile.old
+            try:
+                middle = self._analyze(analysis.apply(tile))
+            except ValueError:
+                continue
+            self._register(middle)
+            out += self._steps(middle, skey, tile, seen, only=functools.partial(_couples, ratio=ratio))
+        return out
+
+    def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],
+               only: Callable[[Action], bool] | None = None) -> list[_Candidate]:
         rejected = [set(parts) for parts in self.rejected.get(skey, ())]
         out = []
         for action in analysis.actions():
             if first is not None and action.knob == first.knob:
+                continue
+            if only is not None and not only(action):
                 continue
             key = action.key if first is None else f"{first.key}+{action.key}"
             if f"{skey}|{key}" in self.tried_pairs:

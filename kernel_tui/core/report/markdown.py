@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from kernel_tui.core.metrics import COST_MODEL_ERRORS, Roof
+from kernel_tui.core.profile.compare import compare_profiles, profile_table_row
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
 from kernel_tui.core.report.text import MISSING, cell, format_latency, pct, roof_pct
@@ -230,6 +231,31 @@ def _section_kernels(r: RunRecords) -> list[str]:
         ["kernel"], lambda ln: [[cell(k.summary(), 200)] for k in ln.kernels])
 
 
+def _section_profiles(r: RunRecords) -> list[str]:
+    """Each profiled version's Nsight Compute figures, and what changed from one accepted version to the next."""
+    rounds = {ln.commit: ln for ln in r.lines}
+    shown = sorted(((sha, rec.profile) for sha, rec in r.profiles.items() if rec.profile is not None),
+                   key=lambda item: rounds[item[0]].round if item[0] in rounds else -1)
+    if not shown:
+        return []
+    columns = list(profile_table_row(shown[0][1]))
+    out = ["## Profiles", "",
+           "Nsight Compute, one call of each version at the benchmark shape (every accepted version is profiled "
+           "when it is accepted; others on demand). DRAM, SM and tensor figures are % of peak; the top stall is "
+           "its share of all warp-stall cycles.", "",
+           "| version | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
+    baseline = r.lines[0].incumbent_commit if r.lines else None  # what round 1 was judged against
+    for sha, profile in shown:
+        line = rounds.get(sha)
+        version = (f"round {line.round}" + (" (accepted)" if line.accepted else "")) if line else \
+            ("baseline" if sha == baseline else f"`{sha[:8]}`")
+        out.append(f"| {version} | " + " | ".join(profile_table_row(profile).values()) + " |")
+    kept = [(sha, p) for sha, p in shown if sha not in rounds or rounds[sha].accepted]
+    changes = [(b_sha, a_sha, compare_profiles(a, b)) for (a_sha, a), (b_sha, b) in zip(kept, kept[1:])]
+    notes = [f"- `{b_sha[:8]}` against `{a_sha[:8]}`: " + "; ".join(lines) for b_sha, a_sha, lines in changes if lines]
+    return out + ([""] + notes if notes else []) + [""]
+
+
 def _section_shapes(r: RunRecords) -> list[str]:
     """Per benchmark shape figures of every verdict that timed several shapes."""
     return _per_verdict(
@@ -350,5 +376,5 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
             "the measured roofs (copy bandwidth; torch.matmul's peak in the task's dtype).", "",
             "![roofline](roofline.png)", ""]
     out += [f"- figure problem: {cell(n)}" for n in figure_notes]
-    out += _section_attempts(r, roof) + _section_shapes(r) + _section_kernels(r) + _section_retest(r, roof) + _limits(r, roof)
+    out += _section_attempts(r, roof) + _section_shapes(r) + _section_kernels(r) + _section_profiles(r) + _section_retest(r, roof) + _limits(r, roof)
     return "\n".join(out).rstrip() + "\n"

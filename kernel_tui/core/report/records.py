@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from kernel_tui.core import metrics
 from kernel_tui.core.compare import Comparison
 from kernel_tui.core.errors import TaskError
+from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.records import AgentStatus, Preflight, RunSummary, TrajectoryLine
 from kernel_tui.core.task import TaskSpec, load_spec
 from kernel_tui.core.verdicts import counts, verdict_category
@@ -57,6 +58,8 @@ class RunRecords:
     missing: list[str] = field(default_factory=list)  # file names
     problems: list[str] = field(default_factory=list)  # "run_summary.json: ..." for unreadable files
     best: Version | None = None  # the best version now, from git (None: no readable git history)
+    # commit -> its Nsight Compute profile: evaluations/*/profile.json (rounds) and profiles/*.json (others)
+    profiles: dict[str, ProfileRecord] = field(default_factory=dict)
 
     @property
     def summary_best_is_current(self) -> bool:
@@ -199,8 +202,17 @@ def load_records(workspace: Path) -> RunRecords:
         hardware=_dict(read("hardware.json"), "hardware.json", problems),
         preflight=_model(Preflight, read("preflight.json"), "preflight.json", problems),
         baseline_eval=_dict(read("baseline-evaluation.json"), "baseline-evaluation.json", problems),
-        missing=missing, problems=problems, best=_current_best(ws, problems),
+        missing=missing, problems=problems, best=_current_best(ws, problems), profiles=_profiles(ws, problems),
     )
+
+
+def _profiles(ws: Path, problems: list[str]) -> dict[str, ProfileRecord]:
+    out: dict[str, ProfileRecord] = {}
+    for path in sorted([*ws.glob("evaluations/*/profile.json"), *ws.glob("profiles/*.json")]):
+        record = _model(ProfileRecord, _read_json(path, problems, []), str(path.relative_to(ws)), problems)
+        if record is not None:
+            out[record.commit] = record
+    return out
 
 
 def _current_best(workspace: Path, problems: list[str]) -> Version | None:

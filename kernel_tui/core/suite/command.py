@@ -1,7 +1,7 @@
 """`kernel-tui suite TASKS_DIR`: the command line's side of a suite (arguments, signals, printed lines).
 
 A front end like headless mode: it renders the runner's events as lines and turns Ctrl-C into the cancel
-event, so the task in flight stops at a safe point and the next `kernel-tui suite` resumes it.
+event, so the tasks in flight stop at a safe point and the next `kernel-tui suite` resumes them.
 """
 
 from __future__ import annotations
@@ -42,6 +42,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "interpreter (timings are not GPU timings)")
     p.add_argument("--runs", type=int,
                    help="fresh processes per PyTorch side when scoring (at least 2; default 5 on a GPU, 2 on the CPU)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--gpus", metavar="all|N|IDS",
+                       help="run tasks in parallel, one per GPU: all visible GPUs, the first N, or ids as "
+                            "CUDA_VISIBLE_DEVICES names them (0,2; one id as 3,). With --device cpu, N "
+                            "interpreter tasks at once. Default: one task at a time")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                       help="run each task on a worker of this Dask scheduler (workers started with "
+                            "--resources GPU=1 --nthreads 1, one per GPU); --out must be on a filesystem "
+                            "every worker shares")
     p.set_defaults(func=main, evaluates=True)
     return p
 
@@ -49,19 +58,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 class _Printer:
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
+        self.lock = threading.Lock()  # tasks running in parallel print from their own threads
 
     def __call__(self, task: str, e: Event) -> None:
         from kernel_tui.core.events import ProgressEvent
 
-        if isinstance(e, ProgressEvent):
+        with self.lock:
+            if isinstance(e, ProgressEvent):
+                if self.tty:
+                    p = e.progress
+                    sys.stderr.write("\r" + f"  [{task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
+                    sys.stderr.flush()
+                return
             if self.tty:
-                p = e.progress
-                sys.stderr.write("\r" + f"  [{task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
-                sys.stderr.flush()
-            return
-        if self.tty:
-            sys.stderr.write("\r" + " " * 78 + "\r")
-        print(f"[{task}] {e.text}", flush=True)
+                sys.stderr.write("\r" + " " * 78 + "\r")
+            print(f"[{task}] {e.text}", flush=True)
 
 
 def main(args) -> int:
@@ -75,15 +86,18 @@ def main(args) -> int:
         raise KernelTuiError("--runs must be at least 2 (the interval of S needs two runs)")
     tasks_dir = Path(args.tasks_dir)
     out = Path(args.out) if args.out else Path("suites") / tasks_dir.resolve().name
-    device = environment.resolve(args.device)
+    gpus, scheduler = getattr(args, "gpus", None), getattr(args, "scheduler", None)
+    # with a scheduler the GPUs are the workers', not this host's: only --device cpu asks for the interpreter
+    device = ("cpu" if args.device == "cpu" else "cuda") if scheduler else environment.resolve(args.device)
     options = SuiteOptions(
         tasks_dir=tasks_dir, out=out, proposer=args.proposer, max_steps=args.max_steps,
         device="cuda" if device == "cuda" else "cpu", runs=args.runs or (5 if device == "cuda" else 2),
-        candidates=Path(args.candidates) if args.candidates else None,
+        candidates=Path(args.candidates) if args.candidates else None, gpus=gpus, scheduler=scheduler,
     )
     tasks = check_options(options)
+    where = f", in parallel (--gpus {gpus})" if gpus else f", on the Dask cluster at {scheduler}" if scheduler else ""
     print(f"suite {tasks_dir}: {len(tasks)} tasks, proposer {options.proposer}, {options.max_steps} rounds each, "
-          f"device {options.device}, scoring with {options.runs} runs per side; output in {out}", flush=True)
+          f"device {options.device}{where}, scoring with {options.runs} runs per side; output in {out}", flush=True)
     cancel = threading.Event()
 
     def stop(signum, frame):  # finish the phase in flight, leave everything on disk
@@ -99,7 +113,8 @@ def main(args) -> int:
         again = " ".join(shlex.quote(a) for a in ["kernel-tui", "suite", str(tasks_dir), "--proposer", options.proposer,
                                                   "--max-steps", str(options.max_steps), "--out", str(out),
                                                   "--device", options.device, "--runs", str(options.runs)]
-                         + (["--candidates", str(options.candidates)] if options.candidates else []))
+                         + (["--candidates", str(options.candidates)] if options.candidates else [])
+                         + (["--gpus", gpus] if gpus else []) + (["--scheduler", scheduler] if scheduler else []))
         print(f"stopped; resume with: {again}")
         return EXIT_STOPPED
     solved = sum(t.correct for t in suite.tasks)

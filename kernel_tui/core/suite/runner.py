@@ -5,12 +5,18 @@ Each task gets a workspace OUT/workspaces/<task> driven by `Session.run` exactly
 suite's). Everything is on disk as it happens, so a killed suite resumes: a task whose result is final for
 the same device, runs and budget is not touched again; a workspace that stopped part way resumes where it
 stopped; a finished workspace without a result is only scored.
+
+Tasks run one after another by default. With `gpus` they run in parallel, one per device of a GpuPool, each
+in a process of its own with its evaluators pinned to its device; with `scheduler` each runs on a Dask
+worker (distributed.py). Either way a task's files are written by that task alone, and suite.json and the
+report are built once every task has ended, in task order, as a sequential run builds them.
 """
 
 from __future__ import annotations
 
 import fcntl
 import io
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +29,7 @@ from pydantic import ValidationError
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.events import Event, LogEvent
+from kernel_tui.core.gpus import GpuError, GpuPool, describe, gpu_of, parse_count
 from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
 from kernel_tui.core.workspace import write_durably
@@ -46,6 +53,8 @@ class SuiteOptions:
     device: Literal["cpu", "cuda"]  # resolved
     runs: int
     candidates: Path | None = None  # replay: one folder of *.py per task, named like the task's folder
+    gpus: str | None = None  # run tasks in parallel, one per device: "all", a count ("2") or ids ("0,2")
+    scheduler: str | None = None  # run each task on a worker of this Dask scheduler (tcp://HOST:PORT)
 
     def candidates_for(self, task: str) -> Path | None:
         return self.candidates / task if self.candidates is not None else None
@@ -69,6 +78,13 @@ def check_options(options: SuiteOptions) -> list[Path]:
         raise SuiteError("--max-steps must be at least 1")
     if options.runs < 2:
         raise SuiteError("--runs must be at least 2 (the interval of S needs two runs)")
+    if options.gpus is not None and options.scheduler is not None:
+        raise SuiteError("--gpus and --scheduler exclude each other (Dask workers each hold their own GPU)")
+    if options.gpus is not None:
+        try:
+            parse_count(options.gpus)
+        except GpuError as exc:
+            raise SuiteError(str(exc)) from None
     tasks = find_tasks(options.tasks_dir)
     if options.out.exists() and not options.out.is_dir():
         raise SuiteError(f"{options.out}: exists and is not a directory")
@@ -100,12 +116,25 @@ class _OutLock:
         self.file.close()
 
 
+def make_pool(options: SuiteOptions) -> GpuPool:
+    """The devices of a parallel suite: CPU slots on the interpreter, else the GPUs `options.gpus` names."""
+    spec = options.gpus or "all"
+    try:
+        if options.device == "cpu":  # interpreter slots, whatever GPUs the host has: a count, one per id, or a core each
+            ids = [p for p in spec.split(",") if p.strip()] if "," in spec else []
+            return GpuPool.cpu(parse_count(spec) or len(ids) or os.cpu_count() or 1)
+        return GpuPool.detect(spec)
+    except GpuError as exc:
+        raise SuiteError(str(exc)) from None
+
+
 class SuiteRunner:
     def __init__(self, options: SuiteOptions, *, cancel: threading.Event | None = None,
-                 on_event: OnEvent | None = None) -> None:
+                 on_event: OnEvent | None = None, gpu: str | None = None) -> None:
         self.options = options
         self.cancel = cancel or threading.Event()
         self.on_event = on_event or (lambda task, e: None)
+        self.gpu = gpu  # the GPU every evaluator of this runner is pinned to (None: the process's own)
 
     def _say(self, task: str, text: str) -> None:
         self.on_event(task, LogEvent(text=text))
@@ -122,17 +151,9 @@ class SuiteRunner:
         tasks = check_options(self.options)
         lock = _OutLock(self.options.out)
         try:
-            results: list[TaskResult] = []
-            for index, task_dir in enumerate(tasks, start=1):
-                if self.cancel.is_set():
-                    return None
-                self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name}")
-                result = self.run_task(task_dir)
-                if result is None:
-                    return None
-                results.append(result)
-                what = "solved" if result.correct else f"failed: {result.reason}"
-                self._say(task_dir.name, f"task {task_dir.name}: {what}")
+            results = self._run_tasks(tasks)
+            if results is None:
+                return None
             suite = self._suite(results)
             write_durably(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
             from kernel_tui.core.suite.report import write_suite_report
@@ -141,6 +162,63 @@ class SuiteRunner:
             return suite
         finally:
             lock.release()
+
+    def _run_tasks(self, tasks: list[Path]) -> list[TaskResult] | None:
+        """Every task's result in task order; None when stopped."""
+        if self.options.scheduler is not None:
+            from kernel_tui.core.suite.distributed import run_on_cluster
+
+            return run_on_cluster(self, tasks)
+        if self.options.gpus is not None:
+            return self._run_parallel(tasks, make_pool(self.options))
+        results: list[TaskResult] = []
+        for index, task_dir in enumerate(tasks, start=1):
+            if self.cancel.is_set():
+                return None
+            self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name}")
+            result = self.run_task(task_dir)
+            if result is None:
+                return None
+            results.append(self.ended(result))
+        return results
+
+    def _run_parallel(self, tasks: list[Path], pool: GpuPool) -> list[TaskResult] | None:
+        """One task per device at a time, each in a child process (git and pyplot keep process-wide state:
+        the working directory, the figure registry). A task that ends unfinished on a device that then fails
+        its health check runs again on another device (its workspace resumes); that device leaves the pool."""
+        from kernel_tui.core.gpus import DeviceFault
+        from kernel_tui.core.suite.distributed import TaskJob, run_in_child
+
+        self._say("suite", f"{len(tasks)} tasks in parallel on {', '.join(describe(d) for d in pool.devices)}")
+
+        def on_device(job: tuple[int, Path], device: str) -> TaskResult | None:
+            index, task_dir = job
+            if self.cancel.is_set():
+                return None
+            self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name} on {describe(device)}")
+            result = run_in_child(self, TaskJob.of(self.options, task_dir.name, gpu=gpu_of(device)), describe(device))
+            if result is not None and not result.complete and (fault := pool.check(device)) is not None:
+                self._say(task_dir.name, f"{describe(device)} leaves the pool: {fault}; the task runs again elsewhere")
+                raise DeviceFault(fault)
+            return None if result is None else self.ended(result, device)
+
+        outcomes = pool.run(list(enumerate(tasks, start=1)), on_device)
+        if self.cancel.is_set() or any(o.ok and o.value is None for o in outcomes):
+            return None
+        results = []
+        for task_dir, outcome in zip(tasks, outcomes):
+            if outcome.value is not None:
+                results.append(outcome.value)
+                continue
+            where = f"on {describe(outcome.device)}: " if outcome.device else ""
+            failed = self._record(self._failed(task_dir.name, one_line(f"{where}{outcome.error}")))
+            results.append(self.ended(failed))
+        return results
+
+    def ended(self, result: TaskResult, device: str | None = None) -> TaskResult:
+        what = "solved" if result.correct else f"failed: {result.reason}"
+        self._say(result.task, f"task {result.task}: {what}" + (f" (on {describe(device)})" if device else ""))
+        return result
 
     def _suite(self, results: list[TaskResult]) -> SuiteResult:
         o = self.options
@@ -245,6 +323,7 @@ class SuiteRunner:
             summary, _ = run_headless(
                 ws, device=o.device, proposer=o.proposer, candidates=o.candidates_for(key), max_steps=o.max_steps,
                 cancel=self.cancel, on_event=lambda e: self.on_event(key, e), on_start=lambda text: self._say(key, text),
+                gpus=f"{self.gpu}," if self.gpu is not None else None,  # a list of one id, not a count
             )
             if summary is None:
                 if self.cancel.is_set():
@@ -298,7 +377,7 @@ class SuiteRunner:
         if rejected is not None:
             return TaskResult(status="failed", reason=one_line(f"the best fails the policy: {rejected.reason}"),
                               complete=True, **base)
-        evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel)
+        evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel, gpu=self.gpu)
         scores: dict[Side, SideScore] = {}
         try:
             for side in SIDES:

@@ -52,7 +52,8 @@ class HistoryScreen(Screen):
         Binding("m", "mark", "Mark", id="history-mark"),
         Binding("d", "diff_base", "Diff against", id="history-diff-base"),
         Binding("f", "toggle_source", "Source/diff", id="history-source"),
-        Binding("r", "restore", "Restore as incumbent", id="history-restore"),
+        Binding("r", "restore", "Restore", id="history-restore"),
+        Binding("i", "profile", "Profile", id="history-profile"),
     ]
 
     def __init__(self, controller: Controller) -> None:
@@ -143,11 +144,9 @@ class HistoryScreen(Screen):
         row = self.selected
         if row is None or self.data is None:
             return
-        against, label = row.parent, f"previous ({row.parent[:8]})" if row.parent else "previous (none)"
-        if self.base == "baseline":
-            against, label = self.data.baseline, f"baseline ({self.data.baseline[:8]})"
-        elif self.base == "marked" and self.marked:
-            against, label = self.marked, f"marked ({self.marked[:8]})"
+        against = self._against(row)
+        kind = self.base if self.base != "marked" or self.marked else "previous"
+        label = f"{kind} ({against[:8]})" if against else "previous (none)"
         self.app.load_detail(self.controller, self, row.commit, against, label)  # type: ignore[attr-defined]
 
     @on(DetailLoaded)
@@ -163,6 +162,8 @@ class HistoryScreen(Screen):
             info.append(f"{row.change}\n", style="bold")
             peak = f" · peak {row.memory}" if row.memory != NA else ""
             info.append(f"{row.proposer} · {row.status} · {row.latency}{peak}" + (f" · {row.reason}" if row.reason else ""))
+        for line in d.profile:  # the version's profile and what changed against the diff base (i opens it)
+            info.append(f"\n{line}", style="magenta")
         self.query_one("#detail-info", Static).update(info)
         self.query_one("#detail-diff", Static).update(DiffText(d.diff))
         area = self.query_one("#detail-source")
@@ -206,6 +207,21 @@ class HistoryScreen(Screen):
 
     def action_toggle_source(self) -> None:
         self.query_one("#version-detail").toggle_class("source")
+
+    def _against(self, row: VersionRow) -> str | None:
+        """The version the detail is diffed against (the d key's choice)."""
+        if self.base == "baseline" and self.data is not None:
+            return self.data.baseline
+        if self.base == "marked" and self.marked:
+            return self.marked
+        return row.parent or None
+
+    def action_profile(self) -> None:
+        from kernel_tui.tui.screens.profile import ProfileScreen
+
+        row = self.selected
+        if row is not None:
+            self.app.push_screen(ProfileScreen(self.controller, row.commit, self._against(row)))
 
     def action_restore(self) -> None:
         row = self.selected

@@ -40,7 +40,7 @@ PANE_GROUP = Binding.Group("Panes", compact=True)
 # Every pane fits from this size up; below it, one pane at a time.
 FULL_WIDTH, FULL_HEIGHT = 110, 34
 # Footer keys left out below a width (they still work; ? lists every key), most dispensable first.
-FOOTER_TIERS = ((150, frozenset({"edit_external", "next_round", "toggle_full"})),
+FOOTER_TIERS = ((150, frozenset({"edit_external", "next_round", "toggle_full", "profile"})),
                 (120, frozenset({"finalize", "report"})),
                 (100, frozenset({"toggle_auto", "history"})))
 ROOMY_WIDTH = 180  # from this width up the footer is spaced out and shows the command palette's key
@@ -61,6 +61,7 @@ def pane_binding(index: int, name: str) -> Binding:
 class MainScreen(Screen):
     BINDINGS = [
         Binding("a", "approve", "Approve", id="approve"),
+        Binding("A", "approve_batch", "Approve batch", id="approve-batch", show=False),
         Binding("r", "reject", "Reject", id="reject"),
         Binding("e", "edit", "Edit", id="edit"),
         Binding("E", "edit_external", "$EDITOR", id="edit-external"),
@@ -71,6 +72,7 @@ class MainScreen(Screen):
         Binding("t", "toggle_auto", "Auto", id="auto-approve"),
         Binding("f", "toggle_full", "Full src", id="full-source"),
         Binding("h", "history", "History", id="history"),
+        Binding("i", "profile", "Profile", id="profile"),
         Binding("c", "finalize", "Compare", id="final-comparison"),
         Binding("p", "report", "Report", id="report"),
     ]
@@ -211,6 +213,11 @@ class MainScreen(Screen):
         staged = self.controller.staged is not None
         self._say(self.controller.approve(), "your revision goes to the evaluator" if staged else "approved")
 
+    def action_approve_batch(self) -> None:
+        pending = self.controller.waiting
+        more = pending.queued if pending is not None else 0
+        self._say(self.controller.approve_batch(), f"approved, with the {more} more of this batch" if more else "approved")
+
     def action_reject(self) -> None:
         pending = self.controller.waiting
         if pending is None:
@@ -301,6 +308,15 @@ class MainScreen(Screen):
             self._say("the workspace is not open yet")
             return
         self.app.push_screen(HistoryScreen(self.controller))
+
+    def action_profile(self) -> None:
+        from kernel_tui.tui.screens.profile import ProfileScreen
+
+        if not self.controller.ready.is_set() or self.run_view is None:
+            self._say("the workspace is not open yet")
+            return
+        v = self.run_view
+        self.app.push_screen(ProfileScreen(self.controller, v.best.commit, v.baseline_commit or None))
 
     def action_finalize(self) -> None:
         if not self.controller.ready.is_set():

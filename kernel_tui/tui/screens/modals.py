@@ -125,6 +125,8 @@ any moment, and reopening the workspace resumes a round in flight.
 
 [b]Deciding[/b]
   a        approve (or send your edit, when the pane says "your edit")
+  A        approve it and the rest of its batch (with --gpus, the search proposes one candidate per GPU;
+           they are evaluated in parallel, and after an accept the others are gated again against the new best)
   r        reject, with a reason (required) that goes back to the proposer
   e        edit the candidate here; ctrl+s keeps it, then a evaluates it as your revision (committed as yours)
   E        edit it in $EDITOR
@@ -144,16 +146,19 @@ any moment, and reopening the workspace resumes a round in flight.
   t        auto-approve on/off (a waiting proposal is approved at once)
   c        final comparison: baseline vs best in fresh processes (pauses rounds first)
   p        write report.md and the figures
-  h        history: the accepted lineage, every proposal, diffs, restore
+  h        history: the accepted lineage, every proposal, diffs, restore (i there: the selected version's profile)
+  i        the best version's profile: what Nsight Compute says holds it back (DRAM and compute use,
+           occupancy, cache hit rates, warp stalls) and what changed against the baseline; r in it profiles
+           now. Each accepted version is profiled on a GPU with ncu; where it cannot be, the log says why once.
   ?        this help          q   quit
 
 [b]The charts[/b] keep three things apart: each verdict's own latency (points) and the accepted \
 version's record line, which moves only on an accept; the gate's paired improvement estimate per verdict \
 (bars) against the threshold (red line); and how every verdict ended.
 
-Keys can be remapped by binding id (App.set_keymap, or run_tui(keymap={...})): approve, reject, edit, \
+Keys can be remapped by binding id (App.set_keymap, or run_tui(keymap={...})): approve, approve-batch, reject, edit, \
 edit-external, write-own, pane-best, pane-candidate, pane-charts, pane-trajectory, pane-log, next-round, \
-pause, auto-approve, full-source, history, final-comparison, report, help, quit. A narrow footer leaves \
+pause, auto-approve, full-source, history, profile, final-comparison, report, help, quit. A narrow footer leaves \
 some keys out; they all still work.
 """
 

@@ -28,9 +28,9 @@ nothing the candidate's own Python could not do.
 from kernel_tui.core.evaluator.sandbox.confine import apply, landlock_abi
 from kernel_tui.core.evaluator.sandbox.guard import Guard
 from kernel_tui.core.evaluator.sandbox.models import SandboxPlan, SandboxReport
-from kernel_tui.core.evaluator.sandbox.plan import build_plan, compiler_toolchain, for_worker, libcuda_dir
+from kernel_tui.core.evaluator.sandbox.plan import build_plan, compiler_toolchain, for_profiler, for_worker, libcuda_dir
 
 __all__ = [
-    "Guard", "SandboxPlan", "SandboxReport", "apply", "build_plan", "compiler_toolchain", "for_worker", "landlock_abi",
+    "Guard", "SandboxPlan", "SandboxReport", "apply", "build_plan", "compiler_toolchain", "for_profiler", "for_worker", "landlock_abi",
     "libcuda_dir",
 ]

@@ -1,0 +1,200 @@
+"""A batch of rounds for idle GPUs: several proposals from the same incumbent, decided one after another (a
+person may approve the rest of a batch at once), evaluated in parallel, one per GPU of the pool, each gated
+against the incumbent it was proposed from.
+
+Only one of them can become the best. The batch's accepted candidates are taken in order of the gate's
+estimate: the first is accepted; every other was judged against the old incumbent, so it is gated again,
+against the new best, before it can be accepted (those re-gates run in parallel too), and so on until no
+candidate of the batch is accepted against the current best. A re-gated candidate is first committed again on
+top of the new best (same source and author, a Re-gated-from trailer): best only ever moves forward. A verdict's incumbent_commit always names
+the version it was finally judged against; a superseded verdict stays beside it (result-before-regate.json).
+
+A kill at any moment leaves each undecided or unjudged round committed and pending: a resumed run judges
+it alone, against the best of that moment, like any pending round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kernel_tui.core.decision import PendingProposal
+from kernel_tui.core.describe import describe_edit
+from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
+from kernel_tui.core.events import BestChangedEvent, DecisionEvent, ProgressEvent, ProposalEvent, RoundStartEvent
+from kernel_tui.core.gpus import DeviceFault, GpuPool, cuda_health
+from kernel_tui.core.proposers.base import ProposerContext
+from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+
+if TYPE_CHECKING:
+    from kernel_tui.core.session import Session
+
+
+@dataclass
+class _Job:
+    round: int
+    commit: str
+    change: str
+    proposer: ProposerInfo
+    source: str
+    edited: str | None
+    incumbent: str  # the commit it is judged against
+    incumbent_source: str
+    result: EvalResult | None = None
+    superseded: EvalResult | None = None  # its verdict against an earlier incumbent of the batch
+
+
+class Batch:
+    """The session's parallel side: its evaluators (one per GPU of the pool) and the batch round."""
+
+    def __init__(self, session: Session, evaluators: list[Evaluator]) -> None:
+        self.session = session
+        self.evaluators = evaluators
+        self.pool = GpuPool([str(i) for i in range(len(evaluators))], health_check=self._health)
+
+    @property
+    def size(self) -> int:
+        return len(self.pool.devices)
+
+    def _health(self, index: str) -> str | None:
+        gpu = self.evaluators[int(index)].gpu
+        return cuda_health(gpu) if gpu is not None else None
+
+    # --- one batch ---------------------------------------------------------------------------------
+    def round(self) -> TrajectoryLine | None:
+        """Propose up to `size` candidates, decide, evaluate in parallel, judge. The last verdict, or None."""
+        s = self.session
+        ws = s.ws
+        best = ws.best
+        best_source = ws.source_at(best)
+        n = min(self.size, s.remaining)
+        proposals: list[PendingProposal] = []
+        for _ in range(n):
+            round_no = ws.next_round()
+            s._current_round = round_no
+            s.on_event(RoundStartEvent(round=round_no, text=f"round {round_no}: asking the proposer (batch of {n})"))
+            ctx = ProposerContext(
+                round=round_no, best_source=best_source, baseline_source=ws.task.baseline_source,
+                history=ws.trajectory(), baseline_language=ws.task.spec.baseline.language, bottleneck=s._bottleneck(),
+            )
+            proposal = s.proposer.propose(ctx)
+            s._save_state()
+            if proposal is None:
+                break
+            commit = ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
+            proposals.append(PendingProposal(
+                round=round_no, commit=commit.hexsha, change=proposal.change, proposer=proposal.proposer,
+                source=proposal.source, best_source=best_source, best_commit=best.hexsha))
+        if not proposals:
+            s._log("the proposer has nothing more to propose")
+            return None
+        last: TrajectoryLine | None = None
+        jobs: list[_Job] = []
+        for k, pending in enumerate(proposals):
+            pending = pending.model_copy(update={"queued": len(proposals) - 1 - k})
+            s.on_event(ProposalEvent(round=pending.round, pending=pending,
+                                     text=f"round {pending.round}: {pending.change} ({pending.proposer.name})"
+                                     + (f" — {pending.queued} more in this batch" if pending.queued else "")))
+            decision = s.decider.decide(pending, s.cancel)
+            if s.cancel.is_set():
+                return last
+            s.on_event(DecisionEvent(round=pending.round, decision=decision, text=f"round {pending.round}: {decision.action}"
+                                     + (f" — {decision.reason}" if decision.reason else "")))
+            if decision.action == "reject":
+                last = s._reject(pending, decision.reason)
+                continue
+            job = _Job(round=pending.round, commit=pending.commit, change=pending.change, proposer=pending.proposer,
+                       source=pending.source, edited=None, incumbent=best.hexsha, incumbent_source=best_source)
+            if decision.action == "edit" and decision.source is not None:
+                person = decision.person or ProposerInfo(kind="person", name="person")
+                job.change = describe_edit(best_source, decision.source, pending.change)
+                edit = ws.commit_edit(pending.round, decision.source, ws.repo.commit(pending.commit), person,
+                                      decision.reason, change=job.change)
+                job.commit, job.source, job.edited, job.proposer = edit.hexsha, decision.source, decision.source, person
+            jobs.append(job)
+        if not jobs:
+            return last
+        s._log(f"evaluating {len(jobs)} candidate(s) in parallel on {self.size} device(s)")
+        if not self._evaluate(jobs):
+            return last
+        return self._judge(jobs) or last
+
+    def _evaluate(self, jobs: list[_Job]) -> bool:
+        """Each job against its incumbent, one per device at a time. False when cancelled (all stay pending)."""
+        s = self.session
+
+        def run(job: _Job, device: str) -> EvalResult:
+            ev = self.evaluators[int(device)]
+            ev.on_progress = lambda p, r=job.round: s.on_event(
+                ProgressEvent(round=r, progress=p, text=f"round {r}: {p.phase} {p.k}/{p.n}"))
+            result = ev.evaluate(job.source, incumbent=job.incumbent_source)
+            if result.status is Status.crashed and (why := self._health(device)) is not None:
+                raise DeviceFault(why)  # the device, not the candidate: the pool runs it on another
+            return result
+
+        saved = [ev.on_progress for ev in self.evaluators]
+        try:
+            outcomes = self.pool.run(jobs, run)
+        finally:
+            for ev, on_progress in zip(self.evaluators, saved):
+                ev.on_progress = on_progress
+        for device, why in self.pool.out.items():
+            s._log(f"device {device} left the pool: {why}")
+        if s.cancel.is_set():
+            return False
+        for job, outcome in zip(jobs, outcomes):
+            job.result = outcome.value if outcome.ok else EvalResult(
+                status=Status.evaluator_fault, reason=f"not evaluated: {outcome.error}", device=s.evaluator.device)
+        return True
+
+    def _judge(self, jobs: list[_Job]) -> TrajectoryLine | None:
+        s, ws = self.session, self.session.ws
+        last: TrajectoryLine | None = None
+        open_jobs = list(jobs)
+        while open_jobs:
+            for job in [j for j in open_jobs if j.result is not None and j.result.status is Status.evaluator_fault]:
+                s.unjudged = f"round {job.round} not judged: {job.result.reason}"  # type: ignore[union-attr]
+                s._log(f"{s.unjudged}; it stays pending and is judged again when the run goes on", job.round)
+                open_jobs.remove(job)
+            winners = sorted((j for j in open_jobs if j.result is not None and j.result.accepted),
+                             key=lambda j: j.result.verdict.improvement, reverse=True)  # type: ignore[union-attr]
+            for job in [j for j in open_jobs if j not in winners]:
+                last = self._record(job)
+            if not winners:
+                return last
+            first, rest = winners[0], winners[1:]
+            last = self._record(first)
+            ws.accept(ws.repo.commit(first.commit))
+            s.on_event(BestChangedEvent(round=first.round, line=last,
+                                        text=f"best is now {first.commit[:8]} (round {first.round})"))
+            s._finish_round(last, edited_source=first.edited, profiled=s.profile_version(first.commit, first.round))
+            if not rest:
+                return last
+            s._log(f"re-gating {len(rest)} candidate(s) of this batch against round {first.round}'s version, "
+                   "the new best: each was accepted against the old incumbent")
+            for job in rest:
+                job.superseded, job.result = job.result, None
+                job.incumbent, job.incumbent_source = first.commit, first.source
+                # best only moves forward: the candidate is judged, and may be kept, on top of the new best
+                job.commit = ws.commit_onto(job.round, ws.repo.commit(job.commit), ws.repo.commit(first.commit)).hexsha
+            if not self._evaluate(rest):
+                return last
+            open_jobs = rest
+        return last
+
+    def _record(self, job: _Job) -> TrajectoryLine:
+        """The job's verdict on disk (and the superseded one beside it); feedback for all but an accept,
+        whose feedback waits for its profile."""
+        s = self.session
+        result = job.result
+        assert result is not None
+        if job.superseded is not None:
+            result = result.model_copy(update={"reason": f"re-gated against {job.incumbent[:8]}, accepted earlier in "
+                                                         f"this batch: {result.reason}"})
+        line = s._record(job.round, job.change, job.proposer, job.commit, job.incumbent, job.source,
+                         job.incumbent_source, result)
+        if job.superseded is not None:
+            s.ws.write_json("result-before-regate.json", job.superseded, directory=s.ws.evaluation_dir(job.round))
+        if not line.accepted:
+            s._finish_round(line, edited_source=job.edited)
+        return line

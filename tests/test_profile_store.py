@@ -1,0 +1,212 @@
+"""Profiles of versions end to end on the CPU: the worker runs under a stand-in for ncu (a script that runs
+its target, then writes one of the ncu logs of tests/data/ncu), the profile is parsed, stored beside the
+evaluation and as a git note, read back, told to the agent, compared in the history and the report; and
+where profiling cannot work, one line says why, once."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.profile import parse_ncu_csv
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, save, stored
+from kernel_tui.core.proposers import llm_tools
+from kernel_tui.core.workspace import PROFILES_REF, Workspace
+from tests.conftest import FIXTURES, ROOT
+
+NCU_DATA = ROOT / "tests" / "data" / "ncu"
+
+FAKE_NCU = """#!{python}
+import os, shutil, subprocess, sys
+args = sys.argv[1:]
+i = args.index("--log-file")
+log, target = args[i + 1], args[i + 2:]
+metrics = args[args.index("--metrics") + 1].split(",")
+with open({calls!r}, "a") as f:
+    f.write(" ".join(args[: i + 2]) + "\\n")
+code = subprocess.call(target)
+worker_result = os.path.join(os.path.dirname(log), "result.json")
+if {lacks!r} and {lacks!r} in metrics:
+    with open(log, "w") as f:
+        f.write("==ERROR== Failed to find metric {lacks}\\n")
+elif code == 0 and os.path.exists(worker_result):
+    shutil.copy({data!r}, log)
+sys.exit(code)
+"""
+
+
+def fake_ncu(tmp_path: Path, data: str, lacks: str = "") -> tuple[str, Path]:
+    """An executable that behaves like ncu as far as the Profiler can tell; returns it and its call log."""
+    calls = tmp_path / "ncu-calls.txt"
+    path = tmp_path / "ncu-bin" / "ncu"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(FAKE_NCU.format(python=sys.executable, calls=str(calls), data=str(NCU_DATA / data), lacks=lacks))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path), calls
+
+
+def gpu_profiler(ws: Workspace, ev: Evaluator, ncu: str) -> Profiler:
+    """A profiler that runs on the CPU interpreter (on a real machine a CPU device turns profiles off)."""
+    profiler = Profiler(ws, ev, ncu=ncu)
+    assert profiler.off is not None and "GPU" in profiler.off
+    profiler.off = None
+    return profiler
+
+
+def profiled_workspace(path):
+    """The fixed four-round workspace, its baseline and its accepted round 1 profiled (round 1 moved more
+    bytes at a higher share of DRAM peak)."""
+    from tests.test_tui_support import fixed_workspace
+
+    ws = fixed_workspace(path)
+    base = parse_ncu_csv((NCU_DATA / "vector_add.log").read_text())
+    kernel = base.kernels[0]
+    better = base.model_copy(update={"kernels": [kernel.model_copy(update={
+        "dram_pct": 61.0 if kernel.dram_pct is None else kernel.dram_pct * 0.6,
+        "duration_s": (kernel.duration_s or 1e-4) * 1.5})]})
+    r1 = next(ln for ln in ws.trajectory() if ln.round == 1)
+    sample = {"shape": "main", "created": "2025-01-02T03:04:05+00:00", "device_name": "hand-written sample ncu log"}
+    save(ws, ProfileRecord(commit=ws.baseline.hexsha, status="ok", profile=better, **sample))
+    save(ws, ProfileRecord(commit=r1.commit, round=1, status="ok", profile=base, **sample))
+    return ws, r1
+
+
+@pytest.fixture
+def vector_add(tmp_path):
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
+    yield ws, ev
+    ev.close()
+
+
+@pytest.mark.slow
+def test_a_version_is_profiled_in_the_worker_under_ncu_and_stored_beside_it(vector_add, tmp_path):
+    ws, ev = vector_add
+    ncu, calls = fake_ncu(tmp_path, "vector_add.log")
+    record = gpu_profiler(ws, ev, ncu).profile(ws.baseline.hexsha)
+    assert record.status == "ok", record.reason
+    assert record.profile == parse_ncu_csv((NCU_DATA / "vector_add.log").read_text())
+    assert record.commit == ws.baseline.hexsha and record.round is None and record.shape
+    args = calls.read_text()
+    assert "--profile-from-start off" in args and "--clock-control none" in args  # the worker ran under it
+    # stored: a git note on the commit, and a file under profiles/ (no round made the baseline)
+    assert json.loads(ws.repo.git.notes("--ref", PROFILES_REF, "show", ws.baseline.hexsha))["status"] == "ok"
+    assert (ws.root / "profiles" / f"{ws.baseline.hexsha}.json").exists()
+    assert stored(ws, ws.baseline.hexsha) == record
+    assert bottleneck_class(record.profile) == "memory"  # type: ignore[arg-type]
+    text = json.loads(llm_tools.profile_answer(record))
+    assert text["status"] == "ok" and any("DRAM" in line for line in text["summary"])
+
+
+@pytest.mark.slow
+def test_a_metric_this_ncu_lacks_is_dropped_and_the_profile_taken_again(vector_add, tmp_path):
+    ws, ev = vector_add
+    lacking = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    ncu, calls = fake_ncu(tmp_path, "vector_add.log", lacks=lacking)
+    profiler = gpu_profiler(ws, ev, ncu)
+    assert lacking in profiler.metrics
+    record = profiler.profile(ws.baseline.hexsha)
+    assert record.status == "ok", record.reason
+    assert len(calls.read_text().splitlines()) == 2 and lacking not in profiler.metrics
+
+
+@pytest.mark.slow
+def test_no_access_to_the_counters_turns_profiles_off_once_with_one_line(vector_add, tmp_path):
+    ws, ev = vector_add
+    ncu, calls = fake_ncu(tmp_path, "err_nvgpuctrperm.log")
+    profiler = gpu_profiler(ws, ev, ncu)
+    first = profiler.profile(ws.baseline.hexsha)
+    assert first.status == "unavailable" and "\n" not in first.reason
+    assert profiler.off is not None and "NVreg_RestrictProfilingToAdminUsers" in profiler.off
+    assert stored(ws, ws.baseline.hexsha) is None  # nothing is kept of a machine that cannot profile
+    again = profiler.profile(ws.baseline.hexsha)
+    assert again.status == "unavailable" and len(calls.read_text().splitlines()) == 1  # not tried again
+
+
+def test_without_a_gpu_or_without_ncu_the_reason_is_plain(vector_add, monkeypatch, tmp_path):
+    ws, ev = vector_add
+    assert "need a GPU" in Profiler(ws, ev).off  # type: ignore[operator]
+    ev.device = "cuda"  # as a GPU machine without ncu would be
+    monkeypatch.setenv("KERNEL_TUI_NCU", str(tmp_path / "nowhere"))
+    assert "KERNEL_TUI_NCU=" in Profiler(ws, ev).off and "not an executable" in Profiler(ws, ev).off  # type: ignore[operator]
+    monkeypatch.delenv("KERNEL_TUI_NCU")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    profiler = Profiler(ws, ev)
+    if profiler.ncu is None:  # (a machine with ncu in /usr/local/cuda or /opt would still find it)
+        assert "ncu was not found" in profiler.off  # type: ignore[operator]
+    monkeypatch.setenv("KERNEL_TUI_NCU", "0")
+    assert Profiler(ws, ev).off == "profiles are turned off (KERNEL_TUI_NCU=0)"
+    ev.device = "cpu"
+
+
+def test_a_source_that_breaks_the_policy_is_not_profiled(vector_add, tmp_path):
+    ws, ev = vector_add
+    ncu, calls = fake_ncu(tmp_path, "vector_add.log")
+    record = gpu_profiler(ws, ev, ncu).profile_source("import os\nos.system('true')\n")
+    assert record.status == "failed" and record.reason.startswith("not profiled:")
+    assert not calls.exists()
+
+
+@pytest.mark.slow
+def test_the_session_profiles_each_accepted_version_and_the_agent_hears_it(tmp_path):
+    from kernel_tui.core.events import ProfileEvent
+    from kernel_tui.core.session import Session
+    from tests.test_tui_support import CANDIDATES, RecordingReplay
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
+    events: list = []
+    proposer = RecordingReplay(CANDIDATES)
+    session = Session(ws, ev, proposer, max_steps=3, cancel=threading.Event(), on_event=events.append)
+    ncu, _ = fake_ncu(tmp_path, "vector_add.log")
+    session.profiler = gpu_profiler(ws, ev, ncu)
+    session.run()
+    accepted = [ln for ln in ws.trajectory() if ln.accepted]
+    profiled = [e for e in events if isinstance(e, ProfileEvent)]
+    assert accepted, "the replayed candidates should include an accepted one"
+    assert [e.record.commit for e in profiled] == [ln.commit for ln in accepted]
+    for ln in accepted:
+        assert (ws.root / ln.evaluation_dir / "profile.json").exists()  # type: ignore[operator]
+        assert stored(ws, ln.commit).round == ln.round  # type: ignore[union-attr]
+    heard = {fb.round: fb for fb in proposer.feedbacks}
+    assert all(heard[ln.round].profile and "bottleneck" in heard[ln.round].profile[1] for ln in accepted)
+    assert all(not fb.profile for fb in proposer.feedbacks if not fb.accepted)
+    ev.close()
+
+
+@pytest.mark.slow
+def test_on_the_cpu_the_session_says_once_why_there_are_no_profiles(tmp_path):
+    from kernel_tui.core.events import LogEvent
+    from kernel_tui.core.session import Session
+    from tests.test_tui_support import CANDIDATES, RecordingReplay
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
+    events: list = []
+    session = Session(ws, ev, RecordingReplay(CANDIDATES), max_steps=3, cancel=threading.Event(), on_event=events.append)
+    for _ in range(3):
+        session.step()
+    said = [e.text for e in events if isinstance(e, LogEvent) and "profiles need a GPU" in e.text]
+    assert len(said) == (1 if any(ln.accepted for ln in ws.trajectory()) else 0)
+    ev.close()
+
+
+def test_the_report_tables_each_profiled_version_and_what_changed(tmp_path):
+    from kernel_tui.core.report import write_report
+
+    ws, r1 = profiled_workspace(tmp_path / "ws")
+    write_report(ws.root)
+    report = (ws.root / "report.md").read_text()
+    section = report[report.index("## Profiles"):]
+    section = section[:section.index("\n## ", 5)]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ")]
+    assert rows[0].startswith("| version | kernels | time | DRAM %")
+    assert rows[1].startswith("| baseline |") and rows[2].startswith("| round 1 (accepted) |") and len(rows) == 3
+    assert f"- `{r1.commit[:8]}` against `{ws.baseline.hexsha[:8]}`: " in section and "DRAM throughput" in section
