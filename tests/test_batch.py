@@ -122,9 +122,11 @@ def test_each_re_gate_round_can_accept_again_until_none_is_better_than_the_best(
 class RejectsSecond:
     def __init__(self) -> None:
         self.seen: list = []
+        self.queues: list = []
 
     def decide(self, pending, cancel):
         self.seen.append((pending.round, pending.queued))
+        self.queues.append(pending.queue)
         if pending.round == 2:
             return Decision(action="reject", reason="not this one")
         return Decision(action="approve")
@@ -135,6 +137,7 @@ def test_decisions_come_one_by_one_with_the_rest_of_the_batch_counted_and_a_reje
     ws, session, calls = session_for(tmp_path, [90, 80, 95], decider=decider)
     session.step()
     assert decider.seen == [(1, 2), (2, 1), (3, 0)]
+    assert [len(q) for q in decider.queues] == [2, 1, 0] and decider.queues[0][1].startswith("round 3: ")
     lines = {ln.round: ln for ln in ws.trajectory()}
     assert lines[2].status == "rejected_by_person" and lines[2].reason == "not this one"
     assert sorted(c[1] for c in calls[:2]) == [90, 95]

@@ -71,6 +71,11 @@ def test_with_two_devices_A_approves_the_rest_of_the_batch_and_both_are_judged(t
             first = app.controller.waiting
             assert first.round == 1 and first.queued == 1
             assert "1 more of this batch wait (A approves them all)" in app.main_screen.query_one("#eval").state
+            from kernel_tui.tui.widgets.source import CandidatePane
+
+            await wait_until(pilot, lambda: app.main_screen.query_one(CandidatePane).pending is not None, 30, "the pane")
+            shown = str(app.main_screen.query_one("#candidate-info").render())
+            assert "next in this batch: round 2: " in shown
             await pilot.press("A")
             await wait_until(pilot, lambda: len(Workspace.open(ws.root).trajectory()) == 2, 600, "both verdicts")
             assert app.controller.waiting is None  # round 2 needed no second key

@@ -91,7 +91,9 @@ class Batch:
         last: TrajectoryLine | None = None
         jobs: list[_Job] = []
         for k, pending in enumerate(proposals):
-            pending = pending.model_copy(update={"queued": len(proposals) - 1 - k})
+            later = proposals[k + 1:]
+            pending = pending.model_copy(update={"queued": len(later),
+                                                 "queue": tuple(f"round {p.round}: {p.change}" for p in later)})
             s.on_event(ProposalEvent(round=pending.round, pending=pending,
                                      text=f"round {pending.round}: {pending.change} ({pending.proposer.name})"
                                      + (f" — {pending.queued} more in this batch" if pending.queued else "")))

@@ -26,6 +26,7 @@ class PendingProposal(BaseModel):
     best_source: str
     best_commit: str
     queued: int = 0  # proposals of the same batch that wait for a decision after this one
+    queue: tuple[str, ...] = ()  # those proposals, "round N: change", in the order they come
 
     @property
     def diff(self) -> str:

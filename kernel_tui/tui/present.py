@@ -118,7 +118,8 @@ def status_view(ws: Workspace, device: str, info: ProposerInfo, used: int, total
 
 def pending_view(p: PendingProposal, state: str, *, waiting: bool = True) -> PendingView:
     return PendingView(round=p.round, commit=p.commit, change=p.change, proposer=proposer_label(p.proposer),
-                       diff=p.diff or "(identical to best)\n", source=p.source, state=state, waiting=waiting)
+                       diff=p.diff or "(identical to best)\n", source=p.source, state=state, waiting=waiting,
+                       queue=p.queue)
 
 
 def edited_view(p: PendingProposal, source: str) -> PendingView:

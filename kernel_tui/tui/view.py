@@ -120,6 +120,7 @@ class PendingView:
     state: str  # what happens next, in words
     edited: bool = False  # the diff is the person's edit, not yet sent
     waiting: bool = True  # a decision is awaited
+    queue: tuple[str, ...] = ()  # the rest of its batch, waiting after it ("round N: change")
 
     @property
     def title(self) -> str:

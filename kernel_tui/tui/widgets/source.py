@@ -100,6 +100,8 @@ class CandidatePane(Vertical):
         info = Text()
         info.append(p.change + "\n", style="bold")
         info.append(p.state, style="italic")
+        if p.queue and p.waiting:  # the rest of its batch, proposed from the same best
+            info.append("\nnext in this batch: " + " · ".join(p.queue), style="dim")
         self.query_one("#candidate-info", Static).update(info)
         self.query_one("#diff", Static).update(DiffText(p.diff))
         area = self.query_one("#candidate-source", TextArea)
