@@ -210,3 +210,15 @@ def test_the_report_tables_each_profiled_version_and_what_changed(tmp_path):
     assert rows[0].startswith("| version | kernels | time | DRAM %")
     assert rows[1].startswith("| baseline |") and rows[2].startswith("| round 1 (accepted) |") and len(rows) == 3
     assert f"- `{r1.commit[:8]}` against `{ws.baseline.hexsha[:8]}`: " in section and "DRAM throughput" in section
+
+
+@pytest.mark.slow
+def test_compiling_a_candidate_before_timing_runs_it_and_checks_the_policy_first(vector_add):
+    ws, ev = vector_add
+    done = ev.compile_facts(ws.task.baseline_source)
+    assert done.status.value == "ok" and done.reason.startswith("4 calls at shape")
+    assert done.kernels == []  # the interpreter compiles nothing: facts exist on a GPU only
+    refused = ev.compile_facts("import os\nos.system('true')\n")
+    assert refused.status.value == "policy_violation"
+    broken = ev.compile_facts(ws.task.baseline_source.replace("def ", "def (", 1))
+    assert broken.status.value == "compile_error"

@@ -402,3 +402,42 @@ def test_a_tile_of_tl_dot_is_also_offered_with_its_warps_or_stages_moved_with_it
     # an elementwise block is left to single steps
     va = p._analyze(baseline("vector_add"))
     assert all(len(c.parts) == 1 for c in p._candidates(va, state_key(va.assignment)))
+
+
+def test_a_candidate_whose_kernels_spill_is_skipped_before_any_round_is_spent_on_it():
+    from kernel_tui.core.evaluator.kernel_facts import KernelFacts
+    from kernel_tui.core.proposers.search import MAX_RESOURCE_CHECKS, resource_problem
+
+    spilling = KernelFacts(name="add_kernel", registers=255, spills=12, num_warps=4, blocks_per_sm=2, occupancy=0.125,
+                           limited_by="registers")
+    assert resource_problem([spilling]) == "add_kernel spills 12 registers per thread to local memory"
+    assert "no block fits" in resource_problem([spilling.model_copy(update={"spills": 0, "blocks_per_sm": 0})])
+    assert resource_problem([spilling.model_copy(update={"spills": 0})]) is None  # low occupancy alone is fine
+
+    asked: list[str] = []
+
+    def compiled(source: str) -> list:
+        asked.append(source)
+        return [spilling] if "BLOCK_SIZE = 1024" in source else []
+
+    said: list[str] = []
+    p = SearchProposer(seed=0, resources=compiled)
+    p.on_activity = said.append
+    base = baseline("vector_add")
+    proposals = []
+    for r in range(1, 9):
+        prop = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[]))
+        assert prop is not None
+        proposals.append(prop)
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.01, latency=1.0,
+                            incumbent_latency=1.0))
+    assert asked and all("BLOCK_SIZE = 1024" not in x.source for x in proposals)
+    skipped = [s for s in said if s.startswith("skipped before timing:")]
+    assert skipped and all("spills 12 registers" in s for s in skipped)
+    assert p.outcomes[next(k for k in p.outcomes if k.endswith("=1024"))][1] >= 1  # learned as a failure
+
+    everything_spills = SearchProposer(seed=0, resources=lambda source: [spilling])
+    checked: list[str] = []
+    everything_spills.on_activity = checked.append
+    assert everything_spills.propose(ProposerContext(round=1, best_source=base, baseline_source=base, history=[]))
+    assert len(checked) == MAX_RESOURCE_CHECKS  # bounded: after that the pick stands (the gate will judge it)

@@ -305,6 +305,19 @@ class Evaluator:
             memory_level=self.memory_level, memory_budget=self.memory_budget, profile=profile,
         )
 
+    def compile_facts(self, candidate: str) -> WorkerResult:
+        """The candidate compiled and called at the timing shape (warm-up calls, nothing checked or timed):
+        what the compiler made of its kernels (`kernels`: registers, spills, shared memory, occupancy; GPU
+        only). The policy is checked first; a rejection comes back as the worker result's status."""
+        rejected = self.check_policy(candidate)
+        if rejected is not None:
+            return WorkerResult(status=rejected.status, reason=rejected.reason)
+        workdir = self._next_workdir()
+        request = self._request(candidate, None, correctness=False, timing=None, block=0, trusted=False,
+                                workdir=workdir, profile=True)
+        return run_worker(request, workdir, timeout=self.timeout, triton_cache=self.triton_cache, cancel=self.cancel,
+                          server=self._fork_server(), gpu=self.gpu)
+
     def profile(self, candidate: str, ncu: str, *, trusted: bool = False,
                 metrics: Sequence[str] | None = None) -> tuple[WorkerResult, str]:
         """One worker under Nsight Compute: warm-up calls, then one profiled call at the timing shape.

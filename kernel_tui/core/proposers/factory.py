@@ -19,7 +19,13 @@ def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Prop
     if kind == "search":
         from kernel_tui.core.proposers.search import SearchProposer
 
-        return SearchProposer(budget_hint=ws.task.spec.optimization.max_rounds)
+        def compiled(source: str) -> list:
+            """What the compiler makes of a candidate's kernels, asked before it is timed (GPU only)."""
+            result = evaluator.compile_facts(source)
+            return list(result.kernels) if result.status.value == "ok" else []
+
+        return SearchProposer(budget_hint=ws.task.spec.optimization.max_rounds,
+                              resources=compiled if evaluator.device == "cuda" else None)
     if kind == "llm":
         from kernel_tui.config import AgentSettings
         from kernel_tui.core.proposers.llm import LLMProposer

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
 from kernel_tui.core.proposers.transforms import Action, Analysis, analyze, source_hash
 from kernel_tui.core.records import ProposerInfo
@@ -81,6 +82,20 @@ FAVOURED_KINDS = {
     "compute": {"block", "num_stages", "num_warps", "group", "launch_order"},
     "latency": {"num_warps", "num_stages", "block", "unroll"},
 }
+
+
+MAX_RESOURCE_CHECKS = 4  # compiles per proposal at most (each ~1-2 s on a GPU); then the pick stands
+
+
+def resource_problem(facts: list[KernelFacts]) -> str | None:
+    """Why compiled kernels cannot be fast, before any timing: registers spilled to local memory, or a block
+    no SM can hold. (A low occupancy alone is no such reason: a good matmul often runs one block per SM.)"""
+    for f in facts:
+        if f.blocks_per_sm == 0:
+            return f"{f.name}: no block fits on an SM (limited by {f.limited_by})"
+        if f.spills:
+            return f"{f.name} spills {f.spills} registers per thread to local memory"
+    return None
 
 
 def _couples(action: Action, ratio: float) -> bool:
@@ -128,9 +143,13 @@ class SearchProposer(Proposer):
     batches = True  # every proposal remembers its own step until its round's feedback
 
     def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25, *,
-                 analyze: Callable[[str], Analysis] = analyze) -> None:
+                 analyze: Callable[[str], Analysis] = analyze,
+                 resources: Callable[[str], list[KernelFacts]] | None = None) -> None:
         """`analyze` reads a source's knobs; a caller may narrow what the search sees (a replay over a
-        measured table passes one that cuts each knob's domain to the measured values)."""
+        measured table passes one that cuts each knob's domain to the measured values). `resources` compiles
+        a source and returns what the compiler made of its kernels (on a GPU): a candidate whose kernels
+        spill registers or cannot be resident on an SM is skipped before any round is spent timing it."""
+        self.resources = resources
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("gamma must be within [0, 1]")
         self._analyze_source = analyze
@@ -187,6 +206,24 @@ class SearchProposer(Proposer):
             return None
         scores = [self._score(analysis, s, level, c) for c in candidates]
         chosen = candidates[self._choose(scores)]
+        checks = 0
+        while self.resources is not None and checks < MAX_RESOURCE_CHECKS:
+            problem = resource_problem(self.resources(chosen.source))
+            if problem is None:
+                break
+            # no round is spent on it: the compiler's facts already say it cannot be fast here
+            checks += 1
+            self.on_activity(f"skipped before timing: {chosen.change}: {problem}")
+            self.tried_pairs.add(f"{skey}|{chosen.key}")
+            self.tried_sources.add(source_hash(chosen.source))
+            for part in chosen.parts:
+                self.outcomes.setdefault(part, [0, 0])[1] += 1
+            index = candidates.index(chosen)
+            del candidates[index], scores[index]
+            if not candidates:
+                self.pending.pop(str(context.round), None)
+                return None
+            chosen = candidates[self._choose(scores)]
         self.tried_pairs.add(f"{skey}|{chosen.key}")
         self.tried_sources.add(source_hash(chosen.source))
         self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
