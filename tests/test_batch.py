@@ -202,3 +202,89 @@ def test_a_headless_run_on_two_interpreter_slots_judges_every_round_and_agrees_w
     assert not accepted or accepted[-1]["commit"] == best
     for ln in lines:  # each verdict names the version it was judged against, and that version was best then
         assert ln["incumbent_commit"]
+
+
+class Faulty(LatencyEvaluator):
+    """Says evaluator_fault for the sources it is told to, once each."""
+
+    def __init__(self, *args, faults: set[float], **kw) -> None:
+        super().__init__(*args, **kw)
+        self.faults = faults
+
+    def evaluate(self, candidate, incumbent=None, *, seed=0, timeout=None):
+        lat = latency_of(candidate)
+        if lat in self.faults:
+            self.faults.discard(lat)
+            return EvalResult(status=Status.evaluator_fault, reason="out of device memory in the flush buffer", device="cpu")
+        return super().evaluate(candidate, incumbent, seed=seed, timeout=timeout)
+
+
+def test_a_round_left_pending_by_a_fault_is_judged_on_the_new_best_and_can_still_win(tmp_path):
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    calls: list = []
+    faults = {50.0}
+    evs = [Faulty(ws.task, tmp_path, f"gpu{k}", calls, [], faults=faults) for k in range(2)]
+    session = Session(ws, evs[0], ReplayProposer(candidates(tmp_path, [50, 80])), max_steps=2,
+                      cancel=threading.Event(), parallel=evs[1:])
+    session.step()  # round 1 not judged (the evaluator's fault), round 2 accepted
+    assert session.unjudged and [r for r, _ in ws.pending()] == [1]
+    round2 = next(ln for ln in ws.trajectory() if ln.round == 2)
+    assert round2.accepted and ws.best.hexsha == round2.commit
+    line = session.step()  # round 1 again, alone, against today's best: committed on top of it first
+    assert line is not None and line.round == 1 and line.accepted and line.incumbent_commit == round2.commit
+    assert ws.best.hexsha == line.commit and ws.repo.is_ancestor(round2.commit, line.commit)
+    assert [ln.round for ln in ws.trajectory() if ln.accepted] == [2, 1]
+
+
+class Listening(ReplayProposer):
+    def __init__(self, directory) -> None:
+        super().__init__(directory)
+        self.heard: dict = {}
+
+    def feedback(self, feedback) -> None:
+        self.heard[feedback.round] = feedback
+        super().feedback(feedback)
+
+
+def test_a_re_gated_round_is_learned_from_against_the_incumbent_it_was_proposed_from(tmp_path):
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    evs = [LatencyEvaluator(ws.task, tmp_path, f"gpu{k}", [], []) for k in range(2)]
+    proposer = Listening(candidates(tmp_path, [90, 80]))
+    Session(ws, evs[0], proposer, max_steps=2, cancel=threading.Event(), parallel=evs[1:]).step()
+    lines = {ln.round: ln for ln in ws.trajectory()}
+    assert not lines[1].accepted and lines[1].improvement == pytest.approx(1 - 90 / 80)  # the verdict: against 80
+    heard = proposer.heard[1]
+    assert not heard.accepted and heard.improvement == pytest.approx(0.10)  # the step: 100 -> 90
+    assert heard.incumbent_latency == pytest.approx(100e-6) and heard.latency == pytest.approx(90e-6)
+    assert proposer.heard[2].improvement == pytest.approx(0.20) and set(proposer.heard) == {1, 2}
+
+
+class Crashes(LatencyEvaluator):
+    def evaluate(self, candidate, incumbent=None, *, seed=0, timeout=None):
+        if self.name == "gpu0":
+            return EvalResult(status=Status.crashed, reason="the worker process died (signal SIGSEGV)", device="cpu")
+        return super().evaluate(candidate, incumbent, seed=seed, timeout=timeout)
+
+
+def test_a_device_that_fails_its_health_check_leaves_and_its_work_runs_on_another(tmp_path):
+    from kernel_tui.core.events import LogEvent
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    calls: list = []
+    evs = [Crashes(ws.task, tmp_path, f"gpu{k}", calls, []) for k in range(3)]
+    events: list = []
+    session = Session(ws, evs[0], ReplayProposer(candidates(tmp_path, [90, 80, 70, 60])), max_steps=4,
+                      cancel=threading.Event(), parallel=evs[1:], on_event=events.append)
+    assert session.batch is not None
+    session.batch._health = lambda device: "GPU 0: a tiny CUDA op failed" if device == "0" else None  # type: ignore[method-assign]
+    session.step()
+    lines = {ln.round: ln for ln in ws.trajectory()}
+    assert len(lines) == 3 and all(ln.status != "crashed" for ln in lines.values())  # re-run elsewhere, not blamed
+    assert {c[0] for c in calls} <= {"gpu1", "gpu2"}
+    assert session.batch.pool.out == {"0": "GPU 0: a tiny CUDA op failed"} and session.batch.size == 2
+    assert session.evaluator is not evs[0]  # the session's own evaluator moved to a healthy device
+    said = [e.text for e in events if isinstance(e, LogEvent) and "left the pool" in e.text]
+    session.step()  # the last round, alone, on the device that took over
+    said_after = [e.text for e in events if isinstance(e, LogEvent) and "left the pool" in e.text]
+    assert len(said) == 1 and said_after == said  # said once
+    assert len(ws.trajectory()) == 4

@@ -45,7 +45,7 @@ def fake_ncu(tmp_path: Path, data: str, lacks: str = "") -> tuple[str, Path]:
     """An executable that behaves like ncu as far as the Profiler can tell; returns it and its call log."""
     calls = tmp_path / "ncu-calls.txt"
     path = tmp_path / "ncu-bin" / "ncu"
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(FAKE_NCU.format(python=sys.executable, calls=str(calls), data=str(NCU_DATA / data), lacks=lacks))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path), calls
@@ -222,3 +222,25 @@ def test_compiling_a_candidate_before_timing_runs_it_and_checks_the_policy_first
     assert refused.status.value == "policy_violation"
     broken = ev.compile_facts(ws.task.baseline_source.replace("def ", "def (", 1))
     assert broken.status.value == "compile_error"
+
+
+def test_a_note_longer_than_a_command_line_argument_is_stored(vector_add):
+    ws, _ = vector_add
+    base = parse_ncu_csv((NCU_DATA / "vector_add.log").read_text())
+    many = base.model_copy(update={"kernels": base.kernels * 400})  # ~250 KB of JSON
+    save(ws, ProfileRecord(commit=ws.baseline.hexsha, status="ok", profile=many, shape="main"))
+    back = stored(ws, ws.baseline.hexsha)
+    assert back is not None and len(back.profile.kernels) == 400  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_a_failed_retake_does_not_replace_a_good_profile(vector_add, tmp_path):
+    ws, ev = vector_add
+    good, _ = fake_ncu(tmp_path / "good", "vector_add.log")
+    profiler = gpu_profiler(ws, ev, good)
+    assert profiler.profile(ws.baseline.hexsha).status == "ok"
+    bad, _ = fake_ncu(tmp_path / "bad", "no_kernels.log")
+    profiler.ncu = bad
+    retake = profiler.profile(ws.baseline.hexsha)
+    assert retake.status == "failed"
+    assert stored(ws, ws.baseline.hexsha).status == "ok"  # type: ignore[union-attr]

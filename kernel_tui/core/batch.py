@@ -29,6 +29,9 @@ from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 if TYPE_CHECKING:
     from kernel_tui.core.session import Session
 
+# a result that may be the device's failure rather than the candidate's: the device's health decides
+SUSPECT = (Status.crashed, Status.timeout, Status.evaluator_fault)
+
 
 @dataclass
 class _Job:
@@ -51,6 +54,7 @@ class Batch:
         self.session = session
         self.evaluators = evaluators
         self.pool = GpuPool([str(i) for i in range(len(evaluators))], health_check=self._health)
+        self._said_out: set[str] = set()
 
     @property
     def size(self) -> int:
@@ -130,7 +134,7 @@ class Batch:
             ev.on_progress = lambda p, r=job.round: s.on_event(
                 ProgressEvent(round=r, progress=p, text=f"round {r}: {p.phase} {p.k}/{p.n}"))
             result = ev.evaluate(job.source, incumbent=job.incumbent_source)
-            if result.status is Status.crashed and (why := self._health(device)) is not None:
+            if result.status in SUSPECT and (why := self._health(device)) is not None:
                 raise DeviceFault(why)  # the device, not the candidate: the pool runs it on another
             return result
 
@@ -140,14 +144,32 @@ class Batch:
         finally:
             for ev, on_progress in zip(self.evaluators, saved):
                 ev.on_progress = on_progress
-        for device, why in self.pool.out.items():
-            s._log(f"device {device} left the pool: {why}")
+        self._after_faults()
         if s.cancel.is_set():
             return False
         for job, outcome in zip(jobs, outcomes):
             job.result = outcome.value if outcome.ok else EvalResult(
                 status=Status.evaluator_fault, reason=f"not evaluated: {outcome.error}", device=s.evaluator.device)
         return True
+
+    def _after_faults(self) -> None:
+        """Say once which devices left the pool; if the session's own did, a healthy one takes its place (it
+        also runs resumed rounds, profiles and the final re-test)."""
+        s = self.session
+        for device, why in self.pool.out.items():
+            if device in self._said_out:
+                continue
+            self._said_out.add(device)
+            s._log(f"{self._name(device)} left the pool: {why}")
+        if s.evaluator not in [self.evaluators[int(d)] for d in self.pool.devices] and self.pool.devices:
+            spare = self.evaluators[int(self.pool.devices[0])]
+            spare.on_progress, s.evaluator = s.evaluator.on_progress, spare
+            s.profiler = None  # made again with the new evaluator
+            s._log(f"the session goes on on {self._name(self.pool.devices[0])}")
+
+    def _name(self, device: str) -> str:
+        gpu = self.evaluators[int(device)].gpu
+        return f"GPU {gpu}" if gpu is not None else f"interpreter slot {device}"
 
     def _judge(self, jobs: list[_Job]) -> TrajectoryLine | None:
         s, ws = self.session, self.session.ws
@@ -169,7 +191,8 @@ class Batch:
             ws.accept(ws.repo.commit(first.commit))
             s.on_event(BestChangedEvent(round=first.round, line=last,
                                         text=f"best is now {first.commit[:8]} (round {first.round})"))
-            s._finish_round(last, edited_source=first.edited, profiled=s.profile_version(first.commit, first.round))
+            s._finish_round(last, edited_source=first.edited, profiled=s.profile_version(first.commit, first.round),
+                            measured=first.superseded)
             if not rest:
                 return last
             s._log(f"re-gating {len(rest)} candidate(s) of this batch against round {first.round}'s version, "
@@ -198,5 +221,5 @@ class Batch:
         if job.superseded is not None:
             s.ws.write_json("result-before-regate.json", job.superseded, directory=s.ws.evaluation_dir(job.round))
         if not line.accepted:
-            s._finish_round(line, edited_source=job.edited)
+            s._finish_round(line, edited_source=job.edited, measured=job.superseded)
         return line

@@ -170,6 +170,10 @@ class Session:
         # unjudged (and invisible) because a resumed run was given a smaller --max-steps.
         if pending:
             round_no, commit = pending[0]
+            if not self.ws.repo.is_ancestor(self.ws.best, commit):
+                # proposed beside another of its batch that became best meanwhile: judged, and kept if it
+                # wins, on top of today's best (best only moves forward)
+                commit = self.ws.commit_onto(round_no, commit, self.ws.best)
             change, trailers = self.ws.proposal_info(commit)
             proposer = self._proposer_from(trailers)
             source = self.ws.source_at(commit)
@@ -245,20 +249,30 @@ class Session:
     def profile_version(self, sha: str, round_no: int = 0) -> ProfileRecord | None:
         """Profile one version with Nsight Compute (each accepted one, and on demand). Where this machine
         cannot profile, the reason is said once and None returned; the run goes on without profiles."""
-        if self.profiler is None:
-            self.profiler = Profiler(self.ws, self.evaluator)
-        if self.profiler.off is None:
+        if self.profiles_off() is None:
+            assert self.profiler is not None
             where = f"round {round_no}" if round_no else sha[:8]
             self._log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
-            record = self.profiler.profile(sha)
+            try:
+                record = self.profiler.profile(sha)
+            except Exception as exc:  # noqa: BLE001 - a profile is never worth the round it follows
+                self._log(f"{where}: no profile: {type(exc).__name__}: {exc}", round_no)
+                return None
             if record.status != "unavailable":
                 self.on_event(ProfileEvent(round=round_no, record=record, text=f"{where}: {record.headline()}"))
-        if self.profiler.off is not None:
+        off = self.profiles_off()
+        if off is not None:
             if not self._said_profiles_off:
                 self._said_profiles_off = True
-                self._log(self.profiler.off, round_no)
+                self._log(off, round_no)
             return None
         return record
+
+    def profiles_off(self) -> str | None:
+        """Why this session cannot profile (no GPU, no ncu, no access to the counters), or None."""
+        if self.profiler is None:
+            self.profiler = Profiler(self.ws, self.evaluator)
+        return self.profiler.off
 
     def _bottleneck(self) -> Literal["memory", "compute", "latency"] | None:
         """What holds the best version back: its profile's verdict where it has one, else its place on this
@@ -302,10 +316,16 @@ class Session:
         return line
 
     def _finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None,
-                      profiled: ProfileRecord | None = None) -> None:
+                      profiled: ProfileRecord | None = None, measured: EvalResult | None = None) -> None:
+        """`measured`: the figures the proposer learns from when they are not the verdict's own (a batch's
+        re-gated candidate: its step is measured against the incumbent it was proposed from)."""
+        improvement, latency, incumbent_latency = line.improvement, line.latency, line.incumbent_latency
+        if measured is not None and measured.verdict is not None:
+            improvement, latency = measured.verdict.improvement, measured.candidate_seconds
+            incumbent_latency = measured.incumbent_seconds
         self.proposer.feedback(Feedback(
             round=line.round, status=line.status, accepted=line.accepted, reason=line.reason,
-            improvement=line.improvement, latency=line.latency, incumbent_latency=line.incumbent_latency,
+            improvement=improvement, latency=latency, incumbent_latency=incumbent_latency,
             rejected_by_person=rejected_by_person, edited_source=edited_source,
             kernels=[k.summary() for k in line.kernels],
             profile=summary_lines(profiled.profile) if profiled is not None and profiled.profile is not None else [],

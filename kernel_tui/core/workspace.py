@@ -19,6 +19,7 @@ import io
 import json
 import os
 import shutil
+import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -312,8 +313,14 @@ class Workspace:
         self.add_note(NOTES_REF, line.commit, note)
 
     def add_note(self, ref: str, commit: str, data: dict) -> None:
-        """Attach JSON to a commit under a notes ref (replacing what was there)."""
-        self.repo.git.notes("--ref", ref, "add", "-f", "-m", json.dumps(data), commit)
+        """Attach JSON to a commit under a notes ref (replacing what was there). Through a file: a note of
+        many kernels' profiles is longer than one command-line argument may be."""
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=self.repo.git_dir, delete=False, encoding="utf-8") as f:
+            f.write(json.dumps(data))
+        try:
+            self.repo.git.notes("--ref", ref, "add", "-f", "-F", f.name, commit)
+        finally:
+            os.unlink(f.name)
 
     def read_note(self, ref: str, commit: str) -> dict | None:
         try:

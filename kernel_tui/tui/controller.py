@@ -268,8 +268,9 @@ class Controller:
         self._require_ready()
         from kernel_tui.tui import present
 
+        off = self.session.profiles_off() if self.session is not None else None
         with self._hist_lock:
-            return present.profile_view(self._history_ws(), commit, against)
+            return present.profile_view(self._history_ws(), commit, against, off)
 
     def _history_ws(self) -> Workspace:
         from kernel_tui.core.workspace import Workspace

@@ -186,10 +186,13 @@ def profile_comparison(ws: Workspace, commit: str, against: str | None) -> list[
     return lines
 
 
-def profile_view(ws: Workspace, commit: str, against: str | None) -> ProfileView:
-    """What the profile screen shows of one version: its profile, each kernel, and the comparison."""
+def profile_view(ws: Workspace, commit: str, against: str | None, off: str | None = None) -> ProfileView:
+    """What the profile screen shows of one version: its profile, each kernel, and the comparison; `off`:
+    why this session cannot profile (then r would do nothing, and the screen says why)."""
     record = stored_profile(ws, commit)
     title = f"profile of {commit[:8]}"
+    if record is None and off is not None:
+        return ProfileView(commit=commit, title=title, profiled=False, lines=(f"not profiled: {off}",))
     if record is None:
         return ProfileView(commit=commit, title=title, profiled=False, lines=(
             "not profiled yet — r profiles it now: one call at the benchmark shape under Nsight Compute (~10 s "

@@ -107,6 +107,9 @@ class Profiler:
         trusted = self.ws.task.baseline_is_pytorch and source == self.ws.task.baseline_source
         record = self.profile_source(source, trusted=trusted).model_copy(
             update={"commit": sha, "round": version_round(self.ws, sha)})
+        kept = stored(self.ws, sha)
+        if record.status == "failed" and kept is not None and kept.status == "ok":
+            return record  # a failed retake does not replace a good profile
         if record.status != "unavailable" and not self.evaluator.cancel.is_set():
             save(self.ws, record)
         return record

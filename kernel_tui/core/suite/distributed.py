@@ -115,7 +115,7 @@ def run_in_child(runner: SuiteRunner, job: TaskJob, where: str) -> TaskResult | 
         receive.close()
         child.join()
     if answer is None:
-        if stopping:
+        if stopping or runner.cancel.is_set():  # Ctrl-C may reach the child before the parent sees it
             return None
         return runner._record(runner._failed(
             job.task, f"on {where}: the task's process ended without a result (exit status {child.exitcode})"))

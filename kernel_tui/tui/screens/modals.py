@@ -142,7 +142,7 @@ any moment, and reopening the workspace resumes a round in flight.
 
 [b]The run[/b]
   space    pause / resume (takes effect between rounds)
-  n        one more round while paused or idle
+  n        one more round while paused or idle (with --gpus, one more batch)
   t        auto-approve on/off (a waiting proposal is approved at once)
   c        final comparison: baseline vs best in fresh processes (pauses rounds first)
   p        write report.md and the figures
