@@ -420,8 +420,11 @@ def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_foot
         async with app.run_test(size=(80, 24)) as pilot:
             await waiting_for_decision(pilot, 5)
             screen = app.main_screen
+            wanted = {f"show_pane('{name}')" for name in PANE_KEYS.values()}
+            # the footer recomposes when the bindings' state changes (a proposal arrives): wait for it to settle
+            await wait_until(pilot, lambda: wanted <= {k.action for k in screen.query("FooterKey")}, 10, "the footer")
             footer_actions = {k.action for k in screen.query("FooterKey")}
-            assert {f"show_pane('{name}')" for name in PANE_KEYS.values()} <= footer_actions
+            assert wanted <= footer_actions
             assert {"approve", "reject", "help"} <= {a.removeprefix("app.") for a in footer_actions}
             for key, name in PANE_KEYS.items():
                 await pilot.press(key)
