@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 NA = "n/a"
+DASH = "—"  # the report's tables' mark for no value
 
 
 def duration(seconds: float | None, missing: str = NA) -> str:
@@ -55,3 +56,10 @@ def memory_bytes(n: int | float | None, missing: str = NA) -> str:
     if n >= 2**30 / 100:
         return f"{n / 2**30:.2f} GiB"
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 / 10 else f"{n / 2**10:.1f} KiB"
+
+
+def decimal_bytes(n: float) -> str:
+    """Traffic in decimal units, as Nsight Compute counts it, three significant digits: "1.6 GB", "12.3 MB"."""
+    if n >= 1e7:
+        return f"{n / 1e9:.3g} GB"
+    return f"{n / 1e6:.3g} MB" if n >= 1e4 else f"{n / 1e3:.3g} KB"

@@ -15,7 +15,7 @@ import pytest
 
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.profile import parse_ncu_csv
-from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, save, stored
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, profiler_for, save, stored
 from kernel_tui.core.proposers import llm_tools
 from kernel_tui.core.workspace import PROFILES_REF, Workspace
 from tests.conftest import FIXTURES, ROOT
@@ -52,10 +52,11 @@ def fake_ncu(tmp_path: Path, data: str, lacks: str = "") -> tuple[str, Path]:
 
 
 def gpu_profiler(ws: Workspace, ev: Evaluator, ncu: str) -> Profiler:
-    """A profiler that runs on the CPU interpreter (on a real machine a CPU device turns profiles off)."""
-    profiler = Profiler(ws, ev, ncu=ncu)
+    """The evaluator's profiler, made to run on the CPU interpreter with `ncu` (on a real machine a CPU
+    device turns profiles off); the session and the agent use this same one."""
+    profiler = profiler_for(ws, ev)
     assert profiler.off is not None and "GPU" in profiler.off
-    profiler.off = None
+    profiler.ncu, profiler.off = ncu, None
     return profiler
 
 
@@ -166,7 +167,7 @@ def test_the_session_profiles_each_accepted_version_and_the_agent_hears_it(tmp_p
     proposer = RecordingReplay(CANDIDATES)
     session = Session(ws, ev, proposer, max_steps=3, cancel=threading.Event(), on_event=events.append)
     ncu, _ = fake_ncu(tmp_path, "vector_add.log")
-    session.profiler = gpu_profiler(ws, ev, ncu)
+    assert session.profiler is gpu_profiler(ws, ev, ncu)
     session.run()
     accepted = [ln for ln in ws.trajectory() if ln.accepted]
     profiled = [e for e in events if isinstance(e, ProfileEvent)]

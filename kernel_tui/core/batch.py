@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernel_tui.core.decision import PendingProposal
-from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
-from kernel_tui.core.events import BestChangedEvent, DecisionEvent, ProgressEvent, ProposalEvent, RoundStartEvent
+from kernel_tui.core.events import ProgressEvent
 from kernel_tui.core.gpus import DeviceFault, GpuPool, cuda_health
-from kernel_tui.core.proposers.base import ProposerContext
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 
 if TYPE_CHECKING:
@@ -74,21 +72,10 @@ class Batch:
         n = min(self.size, s.remaining)
         proposals: list[PendingProposal] = []
         for _ in range(n):
-            round_no = ws.next_round()
-            s._current_round = round_no
-            s.on_event(RoundStartEvent(round=round_no, text=f"round {round_no}: asking the proposer (batch of {n})"))
-            ctx = ProposerContext(
-                round=round_no, best_source=best_source, baseline_source=ws.task.baseline_source,
-                history=ws.trajectory(), baseline_language=ws.task.spec.baseline.language, bottleneck=s._bottleneck(),
-            )
-            proposal = s.proposer.propose(ctx)
-            s._save_state()
-            if proposal is None:
+            proposed = s._propose(ws.next_round(), best_source, batch=n)
+            if proposed is None:
                 break
-            commit = ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
-            proposals.append(PendingProposal(
-                round=round_no, commit=commit.hexsha, change=proposal.change, proposer=proposal.proposer,
-                source=proposal.source, best_source=best_source, best_commit=best.hexsha))
+            proposals.append(proposed)
         if not proposals:
             s._log("the proposer has nothing more to propose")
             return None
@@ -98,25 +85,17 @@ class Batch:
             later = proposals[k + 1:]
             pending = pending.model_copy(update={"queued": len(later),
                                                  "queue": tuple(f"round {p.round}: {p.change}" for p in later)})
-            s.on_event(ProposalEvent(round=pending.round, pending=pending,
-                                     text=f"round {pending.round}: {pending.change} ({pending.proposer.name})"
-                                     + (f" — {pending.queued} more in this batch" if pending.queued else "")))
-            decision = s.decider.decide(pending, s.cancel)
-            if s.cancel.is_set():
+            decision = s._decide(pending)
+            if decision is None:
                 return last
-            s.on_event(DecisionEvent(round=pending.round, decision=decision, text=f"round {pending.round}: {decision.action}"
-                                     + (f" — {decision.reason}" if decision.reason else "")))
             if decision.action == "reject":
                 last = s._reject(pending, decision.reason)
                 continue
             job = _Job(round=pending.round, commit=pending.commit, change=pending.change, proposer=pending.proposer,
                        source=pending.source, edited=None, incumbent=best.hexsha, incumbent_source=best_source)
             if decision.action == "edit" and decision.source is not None:
-                person = decision.person or ProposerInfo(kind="person", name="person")
-                job.change = describe_edit(best_source, decision.source, pending.change)
-                edit = ws.commit_edit(pending.round, decision.source, ws.repo.commit(pending.commit), person,
-                                      decision.reason, change=job.change)
-                job.commit, job.source, job.edited, job.proposer = edit.hexsha, decision.source, decision.source, person
+                edit, job.change, job.proposer = s._edit(pending, decision)
+                job.commit, job.source, job.edited = edit.hexsha, decision.source, decision.source
             jobs.append(job)
         if not jobs:
             return last
@@ -164,7 +143,6 @@ class Batch:
         if s.evaluator not in [self.evaluators[int(d)] for d in self.pool.devices] and self.pool.devices:
             spare = self.evaluators[int(self.pool.devices[0])]
             spare.on_progress, s.evaluator = s.evaluator.on_progress, spare
-            s.profiler = None  # made again with the new evaluator
             s._log(f"the session goes on on {self._name(self.pool.devices[0])}")
 
     def _name(self, device: str) -> str:
@@ -177,8 +155,7 @@ class Batch:
         open_jobs = list(jobs)
         while open_jobs:
             for job in [j for j in open_jobs if j.result is not None and j.result.status is Status.evaluator_fault]:
-                s.unjudged = f"round {job.round} not judged: {job.result.reason}"  # type: ignore[union-attr]
-                s._log(f"{s.unjudged}; it stays pending and is judged again when the run goes on", job.round)
+                s._leave_unjudged(job.round, job.result.reason)  # type: ignore[union-attr]
                 open_jobs.remove(job)
             winners = sorted((j for j in open_jobs if j.result is not None and j.result.accepted),
                              key=lambda j: j.result.verdict.improvement, reverse=True)  # type: ignore[union-attr]
@@ -188,11 +165,7 @@ class Batch:
                 return last
             first, rest = winners[0], winners[1:]
             last = self._record(first)
-            ws.accept(ws.repo.commit(first.commit))
-            s.on_event(BestChangedEvent(round=first.round, line=last,
-                                        text=f"best is now {first.commit[:8]} (round {first.round})"))
-            s._finish_round(last, edited_source=first.edited, profiled=s.profile_version(first.commit, first.round),
-                            measured=first.superseded)
+            s._finish_round(last, edited_source=first.edited, profiled=s._accept(last), measured=first.superseded)
             if not rest:
                 return last
             s._log(f"re-gating {len(rest)} candidate(s) of this batch against round {first.round}'s version, "

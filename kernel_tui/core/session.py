@@ -12,12 +12,13 @@ import threading
 from collections.abc import Callable
 from typing import Literal
 
+import git
 from pydantic import BaseModel
 
 from kernel_tui.core import metrics
 from kernel_tui.core.batch import Batch
 from kernel_tui.core.compare import Comparison, compare
-from kernel_tui.core.decision import AutoApprove, DecisionProvider, PendingProposal
+from kernel_tui.core.decision import AutoApprove, Decision, DecisionProvider, PendingProposal
 from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
 from kernel_tui.core.events import (
@@ -37,7 +38,7 @@ from kernel_tui.core.events import (
 )
 from kernel_tui.core.history import baseline_latency, current_best
 from kernel_tui.core.profile.compare import summary_lines
-from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, profiler_for
 from kernel_tui.core.profile.store import stored as stored_profile
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
@@ -87,7 +88,6 @@ class Session:
         self._current_round = 0
         # set when the last round could not be judged for the evaluator's own fault: it stays pending
         self.unjudged: str | None = None
-        self.profiler: Profiler | None = None  # made on first use (it looks for ncu)
         self._said_profiles_off = False
         previous = self.proposer.on_activity  # a proposer says what it is doing: relay it as log events
 
@@ -170,70 +170,99 @@ class Session:
         # unjudged (and invisible) because a resumed run was given a smaller --max-steps.
         if pending:
             round_no, commit = pending[0]
-            if not self.ws.repo.is_ancestor(self.ws.best, commit):
+            best = self.ws.best
+            if not self.ws.repo.is_ancestor(best, commit):
                 # proposed beside another of its batch that became best meanwhile: judged, and kept if it
                 # wins, on top of today's best (best only moves forward)
-                commit = self.ws.commit_onto(round_no, commit, self.ws.best)
+                commit = self.ws.commit_onto(round_no, commit, best)
             change, trailers = self.ws.proposal_info(commit)
-            proposer = self._proposer_from(trailers)
-            source = self.ws.source_at(commit)
             self.on_event(RoundStartEvent(round=round_no, resuming=True,
                                           text=f"round {round_no}: resuming {commit.hexsha[:8]} committed before a stop"))
-        else:
-            round_no = self.ws.next_round()
-            self._current_round = round_no  # what the proposer says while it works belongs to this round
-            self.on_event(RoundStartEvent(round=round_no, text=f"round {round_no}: asking the proposer"))
-            ctx = ProposerContext(
-                round=round_no, best_source=self.ws.best_source,
-                baseline_source=self.ws.task.baseline_source, history=self.ws.trajectory(),
-                baseline_language=self.ws.task.spec.baseline.language, bottleneck=self._bottleneck(),
+            pending_proposal = PendingProposal(
+                round=round_no, commit=commit.hexsha, change=change, proposer=self._proposer_from(trailers),
+                source=self.ws.source_at(commit), best_source=self.ws.source_at(best), best_commit=best.hexsha,
             )
-            proposal = self.proposer.propose(ctx)
-            self._save_state()
-            if proposal is None:
+        else:
+            proposed = self._propose(self.ws.next_round(), self.ws.best_source)
+            if proposed is None:
                 self._log("the proposer has nothing more to propose")
                 return None
-            commit = self.ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
-            change, proposer, source = proposal.change, proposal.proposer, proposal.source
+            pending_proposal = proposed
+        round_no, commit = pending_proposal.round, self.ws.repo.commit(pending_proposal.commit)
+        change, proposer, source = pending_proposal.change, pending_proposal.proposer, pending_proposal.source
         self._current_round = round_no
-        best = self.ws.best
-        pending_proposal = PendingProposal(
-            round=round_no, commit=commit.hexsha, change=change, proposer=proposer, source=source,
-            best_source=self.ws.source_at(best), best_commit=best.hexsha,
-        )
-        self.on_event(ProposalEvent(round=round_no, pending=pending_proposal, text=f"round {round_no}: {change} ({proposer.name})"))
-
-        decision = self.decider.decide(pending_proposal, self.cancel)
-        if self.cancel.is_set():
+        decision = self._decide(pending_proposal)
+        if decision is None:
             return None
-        self.on_event(DecisionEvent(round=round_no, decision=decision, text=f"round {round_no}: {decision.action}"
-                                    + (f" — {decision.reason}" if decision.reason else "")))
         edited = None
         if decision.action == "reject":
             return self._reject(pending_proposal, decision.reason)
         if decision.action == "edit" and decision.source is not None:
-            person = decision.person or ProposerInfo(kind="person", name="person")
-            change = describe_edit(pending_proposal.best_source, decision.source, change)
-            commit = self.ws.commit_edit(round_no, decision.source, commit, person, decision.reason, change=change)
+            commit, change, proposer = self._edit(pending_proposal, decision)
             source = edited = decision.source
-            proposer = person
 
         result = self.evaluator.evaluate(source, incumbent=pending_proposal.best_source)
         if result.status is Status.cancelled or self.cancel.is_set():
             return None  # stays pending: judged again on resume
         if result.status is Status.evaluator_fault:
-            # nothing is known of the candidate: no verdict, and the commit stays pending
-            self.unjudged = f"round {round_no} not judged: {result.reason}"
-            self._log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
+            self._leave_unjudged(round_no, result.reason)
             return None
-        line = self._record(round_no, change, proposer, commit.hexsha, best.hexsha, source, pending_proposal.best_source, result)
-        profiled = None
-        if line.accepted:
-            self.ws.accept(commit)
-            self.on_event(BestChangedEvent(round=round_no, line=line, text=f"best is now {commit.hexsha[:8]} (round {round_no})"))
-            profiled = self.profile_version(commit.hexsha, round_no)
+        line = self._record(round_no, change, proposer, commit.hexsha, pending_proposal.best_commit, source,
+                            pending_proposal.best_source, result)
+        profiled = self._accept(line) if line.accepted else None
         self._finish_round(line, edited_source=edited, profiled=profiled)
         return line
+
+    # --- the steps of a round, shared with a batch (core/batch.py) --------------------------------
+    def _propose(self, round_no: int, best_source: str, batch: int = 1) -> PendingProposal | None:
+        """Ask the proposer for round `round_no` from `best_source` and commit its proposal (on best)."""
+        self._current_round = round_no  # what the proposer says while it works belongs to this round
+        note = f" (batch of {batch})" if batch > 1 else ""
+        self.on_event(RoundStartEvent(round=round_no, text=f"round {round_no}: asking the proposer{note}"))
+        ctx = ProposerContext(
+            round=round_no, best_source=best_source, baseline_source=self.ws.task.baseline_source,
+            history=self.ws.trajectory(), baseline_language=self.ws.task.spec.baseline.language,
+            bottleneck=self._bottleneck(),
+        )
+        proposal = self.proposer.propose(ctx)
+        self._save_state()
+        if proposal is None:
+            return None
+        commit = self.ws.commit_proposal(round_no, proposal.source, proposal.change, proposal.proposer)
+        return PendingProposal(round=round_no, commit=commit.hexsha, change=proposal.change, proposer=proposal.proposer,
+                               source=proposal.source, best_source=best_source, best_commit=commit.parents[0].hexsha)
+
+    def _decide(self, pending: PendingProposal) -> Decision | None:
+        """The person's decision on a proposal (None: the run was cancelled meanwhile)."""
+        more = f" — {pending.queued} more in this batch" if pending.queued else ""
+        self.on_event(ProposalEvent(round=pending.round, pending=pending,
+                                    text=f"round {pending.round}: {pending.change} ({pending.proposer.name}){more}"))
+        decision = self.decider.decide(pending, self.cancel)
+        if self.cancel.is_set():
+            return None
+        self.on_event(DecisionEvent(round=pending.round, decision=decision, text=f"round {pending.round}: {decision.action}"
+                                    + (f" — {decision.reason}" if decision.reason else "")))
+        return decision
+
+    def _edit(self, pending: PendingProposal, decision: Decision) -> tuple[git.Commit, str, ProposerInfo]:
+        """The person's revision committed on the proposal: (its commit, what it changes, its author)."""
+        assert decision.source is not None
+        person = decision.person or ProposerInfo(kind="person", name="person")
+        change = describe_edit(pending.best_source, decision.source, pending.change)
+        commit = self.ws.commit_edit(pending.round, decision.source, self.ws.repo.commit(pending.commit), person,
+                                     decision.reason, change=change)
+        return commit, change, person
+
+    def _leave_unjudged(self, round_no: int, reason: str) -> None:
+        """The evaluator's own fault: nothing is known of the candidate, no verdict, the commit stays pending."""
+        self.unjudged = f"round {round_no} not judged: {reason}"
+        self._log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
+
+    def _accept(self, line: TrajectoryLine) -> ProfileRecord | None:
+        """Best moves to an accepted verdict's commit; then its profile (None where there is none)."""
+        self.ws.accept(self.ws.repo.commit(line.commit))
+        self.on_event(BestChangedEvent(round=line.round, line=line, text=f"best is now {line.commit[:8]} (round {line.round})"))
+        return self.profile_version(line.commit, line.round)
 
     def _reject(self, pending: PendingProposal, reason: str | None) -> TrajectoryLine:
         """The person's rejection, recorded without an evaluation; the proposer hears the reason."""
@@ -250,7 +279,6 @@ class Session:
         """Profile one version with Nsight Compute (each accepted one, and on demand). Where this machine
         cannot profile, the reason is said once and None returned; the run goes on without profiles."""
         if self.profiles_off() is None:
-            assert self.profiler is not None
             where = f"round {round_no}" if round_no else sha[:8]
             self._log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
             try:
@@ -268,10 +296,13 @@ class Session:
             return None
         return record
 
+    @property
+    def profiler(self) -> Profiler:
+        """The evaluator's profiler (shared with the agent's profile_candidate tool)."""
+        return profiler_for(self.ws, self.evaluator)
+
     def profiles_off(self) -> str | None:
         """Why this session cannot profile (no GPU, no ncu, no access to the counters), or None."""
-        if self.profiler is None:
-            self.profiler = Profiler(self.ws, self.evaluator)
         return self.profiler.off
 
     def _bottleneck(self) -> Literal["memory", "compute", "latency"] | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_tui.core.profile.models import Profile, stall_label
-from kernel_tui.format import latency
+from kernel_tui.format import DASH, decimal_bytes, latency
 
 # Changes smaller than these are left out as noise: relative ones (time, traffic, registers), percentage
 # points (throughputs, occupancy, hit rates), and a stall reason's relative change, which counts only for
@@ -13,8 +13,6 @@ MIN_POINTS_CHANGE = 5.0
 STALL_MIN_CHANGE = 0.10
 STALL_MIN_SHARE = 0.10
 
-MISSING = "—"  # the report tables' mark for no value
-
 _PERCENTAGES = (  # Profile attribute, label, suffix
     ("dram_pct", "DRAM throughput", " of peak"),
     ("sm_pct", "SM throughput", " of peak"),
@@ -23,13 +21,6 @@ _PERCENTAGES = (  # Profile attribute, label, suffix
     ("l1_hit_pct", "L1 hit rate", ""),
     ("l2_hit_pct", "L2 hit rate", ""),
 )
-
-
-def gigabytes(n: float) -> str:
-    """Bytes in ncu's decimal units, three significant digits: "1.6 GB", "0.201 GB", "12.3 MB"."""
-    if n >= 1e7:
-        return f"{n / 1e9:.3g} GB"
-    return f"{n / 1e6:.3g} MB" if n >= 1e4 else f"{n / 1e3:.3g} KB"
 
 
 def _signed(ratio: float) -> str:
@@ -47,7 +38,7 @@ def compare_profiles(old: Profile, new: Profile) -> list[str]:
     changes: list[tuple[float, str]] = []
     for name, o, n, show in (
         ("kernel time", old.total_duration_s, new.total_duration_s, latency),
-        ("DRAM traffic", old.total_dram_bytes, new.total_dram_bytes, gigabytes),
+        ("DRAM traffic", old.total_dram_bytes, new.total_dram_bytes, decimal_bytes),
         ("registers per thread", old.registers, new.registers, str),
     ):
         if o is not None and n is not None and o > 0 and abs(r := n / o - 1) >= MIN_RELATIVE_CHANGE:
@@ -92,7 +83,7 @@ def summary_lines(profile: Profile) -> list[str]:
              f"bottleneck: {profile.bottleneck_hint()}"]
     dram_bytes, dram, sm, tensor = profile.total_dram_bytes, profile.dram_pct, profile.sm_pct, profile.tensor_pct
     if dram_bytes is not None:
-        dram_line = f"DRAM {gigabytes(dram_bytes)}" + (f" at {_pct(dram)} of peak" if dram is not None else "")
+        dram_line = f"DRAM {decimal_bytes(dram_bytes)}" + (f" at {_pct(dram)} of peak" if dram is not None else "")
     else:
         dram_line = f"DRAM throughput {_pct(dram)} of peak" if dram is not None else ""
     candidates = [
@@ -114,17 +105,17 @@ def profile_table_row(profile: Profile) -> dict[str, str]:
     """One profile as a row of a markdown table ("—" where ncu reported nothing)."""
 
     def pct(v: float | None) -> str:
-        return _pct(v) if v is not None else MISSING
+        return _pct(v) if v is not None else DASH
 
     total, dram_bytes, top = profile.total_duration_s, profile.total_dram_bytes, profile.top_stalls(1)
     return {
         "kernels": str(len(profile.kernels)),
-        "time": latency(total, MISSING),
+        "time": latency(total, DASH),
         "DRAM %": pct(profile.dram_pct),
-        "DRAM bytes": gigabytes(dram_bytes) if dram_bytes is not None else MISSING,
+        "DRAM bytes": decimal_bytes(dram_bytes) if dram_bytes is not None else DASH,
         "SM %": pct(profile.sm_pct),
         "tensor %": pct(profile.tensor_pct),
         "occupancy": pct(profile.occupancy_pct),
         "L2 hit": pct(profile.l2_hit_pct),
-        "top stall": f"{stall_label(top[0][0])} ({top[0][1]:.0%})" if top else MISSING,
+        "top stall": f"{stall_label(top[0][0])} ({top[0][1]:.0%})" if top else DASH,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -149,3 +150,15 @@ class Profiler:
     def stored_or_profile(self, sha: str) -> ProfileRecord:
         found = stored(self.ws, sha)
         return found if found is not None and found.status == "ok" else self.profile(sha)
+
+
+_PROFILERS: weakref.WeakKeyDictionary[Evaluator, Profiler] = weakref.WeakKeyDictionary()
+
+
+def profiler_for(ws: Workspace, evaluator: Evaluator) -> Profiler:
+    """The one Profiler of an evaluator (the session's and its agent's alike), made on first use: what it
+    learned (ncu missing, counters refused, metrics this ncu lacks) holds for every caller."""
+    found = _PROFILERS.get(evaluator)
+    if found is None or found.ws.root != ws.root:
+        found = _PROFILERS[evaluator] = Profiler(ws, evaluator)
+    return found

@@ -29,7 +29,7 @@ from typing import Any
 from kernel_tui.config import AgentSettings
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
-from kernel_tui.core.profile.store import Profiler, ProfileRecord
+from kernel_tui.core.profile.store import ProfileRecord, profiler_for
 from kernel_tui.core.proposers import llm_tools as tools
 from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
 from kernel_tui.core.proposers.prompt import NUDGE, first_message, system_prompt
@@ -86,7 +86,6 @@ class LLMProposer(Proposer):
                 "or in ~/.config/kernel-tui/agent.env"
             )
         self.ws, self.evaluator, self.settings = workspace, evaluator, settings
-        self._profiler: Profiler | None = None  # made on the first profile_candidate call
         self.retry_base_delay = retry_base_delay
         self.max_tries = max(1, max_tries)
         self.max_steps = settings.max_steps
@@ -295,19 +294,18 @@ class LLMProposer(Proposer):
         if name == "profile_candidate":
             assert isinstance(args, tools.ProfileArgs)
             return tools.profile_answer(self._profile(args))
-        raise AssertionError(name)
+        raise AssertionError(name)  # parse_arguments knows no other tool
 
     def _profile(self, args: tools.ProfileArgs) -> ProfileRecord:
-        if self._profiler is None:
-            self._profiler = Profiler(self.ws, self.evaluator)
+        profiler = profiler_for(self.ws, self.evaluator)
         if args.source is not None:
-            return self._profiler.profile_source(args.source)
+            return profiler.profile_source(args.source)
         if args.round is not None:
             line = next((ln for ln in self.ws.trajectory() if ln.round == args.round), None)
             if line is None:
                 raise ValueError(f"no round {args.round} yet")
-            return self._profiler.stored_or_profile(line.commit)
-        return self._profiler.stored_or_profile(self.ws.best.hexsha)  # parse_arguments knows no other tool
+            return profiler.stored_or_profile(line.commit)
+        return profiler.stored_or_profile(self.ws.best.hexsha)
 
     def _answer(self, call: dict[str, Any], content: str, *, arguments: Any, error: bool = False) -> None:
         fn = call.get("function") or {}

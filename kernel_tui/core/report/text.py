@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernel_tui.core.metrics import Roof
-from kernel_tui.format import latency, percent
+from kernel_tui.format import DASH, latency, percent
 
-MISSING = "—"  # the report's mark for no value
+MISSING = DASH  # the report's mark for no value
 
 
 def format_latency(seconds: float | None) -> str:
