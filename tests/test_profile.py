@@ -323,6 +323,17 @@ def test_bottleneck_hint(kernel, hint):
     assert Profile(kernels=[KernelProfile(name="k", **kernel)]).bottleneck_hint() == hint
 
 
+@pytest.mark.parametrize(("kernel", "kind"), [
+    (dict(dram_pct=88.4, sm_pct=20.0), "memory"),
+    (dict(dram_pct=30.0, sm_pct=80.0, tensor_pct=71.0), "compute"),
+    (dict(dram_pct=30.0, sm_pct=75.0, tensor_pct=0.0), "compute"),
+    (dict(dram_pct=20.0, sm_pct=30.0), "latency"),
+    (dict(stalls={"long_scoreboard": 9.0}), None),  # no utilisation figures: no class
+])
+def test_the_bottleneck_class_follows_the_hint(kernel, kind):
+    assert Profile(kernels=[KernelProfile(name="k", **kernel)]).bottleneck() == kind
+
+
 def test_bottleneck_hint_of_the_data_files():
     assert profile("vector_add.log").bottleneck_hint() == "DRAM-bound (88% of peak)"
     assert profile("matmul_fp16_4096.log").bottleneck_hint() == "tensor pipe busy (72%)"

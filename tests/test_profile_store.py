@@ -15,7 +15,7 @@ import pytest
 
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.profile import parse_ncu_csv
-from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, profiler_for, save, stored
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for, save, stored
 from kernel_tui.core.proposers import llm_tools
 from kernel_tui.core.workspace import PROFILES_REF, Workspace
 from tests.conftest import FIXTURES, ROOT
@@ -100,7 +100,7 @@ def test_a_version_is_profiled_in_the_worker_under_ncu_and_stored_beside_it(vect
     assert json.loads(ws.repo.git.notes("--ref", PROFILES_REF, "show", ws.baseline.hexsha))["status"] == "ok"
     assert (ws.root / "profiles" / f"{ws.baseline.hexsha}.json").exists()
     assert stored(ws, ws.baseline.hexsha) == record
-    assert bottleneck_class(record.profile) == "memory"  # type: ignore[arg-type]
+    assert record.profile.bottleneck() == "memory"  # type: ignore[union-attr]
     text = json.loads(llm_tools.profile_answer(record))
     assert text["status"] == "ok" and any("DRAM" in line for line in text["summary"])
 

@@ -38,7 +38,7 @@ from kernel_tui.core.events import (
 )
 from kernel_tui.core.history import baseline_latency, current_best
 from kernel_tui.core.profile.compare import summary_lines
-from kernel_tui.core.profile.store import Profiler, ProfileRecord, bottleneck_class, profiler_for
+from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for
 from kernel_tui.core.profile.store import stored as stored_profile
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
@@ -311,7 +311,7 @@ class Session:
         if self.evaluator.device != "cuda":
             return None
         record = stored_profile(self.ws, self.ws.best.hexsha)
-        if record is not None and record.profile is not None and (found := bottleneck_class(record.profile)):
+        if record is not None and record.profile is not None and (found := record.profile.bottleneck()):
             return found
         latency = current_best(self.ws).latency or baseline_latency(self.ws)
         place = metrics.roof(self.ws.task.spec, self.ws.read_json("hardware.json")).place(latency)

@@ -8,6 +8,7 @@ over kernels weight each launch by its duration, since a 2 µs kernel says littl
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -171,17 +172,31 @@ class Profile(BaseModel):
         ranked = sorted(cycles.items(), key=lambda item: item[1], reverse=True)
         return [(r, v / total) for r, v in ranked[:n]]
 
+    def bottleneck(self) -> Literal["memory", "compute", "latency"] | None:
+        """What holds the kernels back, as a class the built-in search weights its knobs by: the DRAM when it
+        is the busiest and busy, compute when the SMs or the tensor pipes are, else latency; None without
+        utilisation figures."""
+        dram, sm, tensor = self.dram_pct, self.sm_pct, self.tensor_pct
+        if dram is None and sm is None and tensor is None:
+            return None
+        if dram is not None and dram >= DRAM_BOUND_PCT and dram >= (sm or 0.0):
+            return "memory"
+        if (tensor is not None and tensor >= TENSOR_BUSY_PCT) or (sm is not None and sm >= COMPUTE_BOUND_PCT):
+            return "compute"
+        return "latency"
+
     def bottleneck_hint(self) -> str:
         """A short phrase naming what holds the kernels back, from the highest utilisation or the dominant
         stall."""
         if not self.kernels:
             return "no kernels profiled"
         dram, sm, tensor = self.dram_pct, self.sm_pct, self.tensor_pct
-        if dram is not None and dram >= DRAM_BOUND_PCT and dram >= (sm or 0.0):
+        kind = self.bottleneck()
+        if kind == "memory":
             return f"DRAM-bound ({dram:.0f}% of peak)"
-        if tensor is not None and tensor >= TENSOR_BUSY_PCT:
-            return f"tensor pipe busy ({tensor:.0f}%)"
-        if sm is not None and sm >= COMPUTE_BOUND_PCT:
+        if kind == "compute":
+            if tensor is not None and tensor >= TENSOR_BUSY_PCT:
+                return f"tensor pipe busy ({tensor:.0f}%)"
             return f"compute-bound (SM {sm:.0f}% of peak)"
         top = self.top_stalls(1)
         if top and top[0][1] >= DOMINANT_STALL_SHARE:

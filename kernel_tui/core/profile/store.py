@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from kernel_tui.core.evaluator import Evaluator, Status
-from kernel_tui.core.profile.models import COMPUTE_BOUND_PCT, DRAM_BOUND_PCT, TENSOR_BUSY_PCT, Profile
+from kernel_tui.core.profile.models import Profile
 from kernel_tui.core.profile.ncu import ENV_VAR, METRIC_NAMES, failure_reason, find_ncu, unknown_metrics
 from kernel_tui.core.profile.parse import ProfileError, parse_ncu_csv
 from kernel_tui.core.workspace import PROFILES_REF, Workspace
@@ -42,19 +42,6 @@ class ProfileRecord(BaseModel):
         if self.profile is None:
             return f"no profile: {self.reason}"
         return f"profile at shape {self.shape}: {self.profile.bottleneck_hint()}"
-
-
-def bottleneck_class(profile: Profile) -> Literal["memory", "compute", "latency"] | None:
-    """The class the built-in search weights its knobs by, from what the counters say (bottleneck_hint's
-    thresholds): None when the profile has no utilisation figures."""
-    dram, sm, tensor = profile.dram_pct, profile.sm_pct, profile.tensor_pct
-    if dram is None and sm is None and tensor is None:
-        return None
-    if dram is not None and dram >= DRAM_BOUND_PCT and dram >= (sm or 0.0):
-        return "memory"
-    if (tensor is not None and tensor >= TENSOR_BUSY_PCT) or (sm is not None and sm >= COMPUTE_BOUND_PCT):
-        return "compute"
-    return "latency"
 
 
 def version_round(ws: Workspace, sha: str) -> int | None:
