@@ -102,8 +102,8 @@ def _couples(action: Action, ratio: float) -> bool:
     """Whether `action` is the partner a tile change by `ratio` calls for (see SearchProposer._coupled)."""
     if not isinstance(action.old, int) or not isinstance(action.new, int) or action.old <= 0:
         return False
-    if action.kind == "num_warps":
-        return action.new == action.old * ratio if ratio > 1 else action.new * (1 / ratio) == action.old
+    if action.kind == "num_warps":  # tiles and warps are powers of two: the product is exact
+        return action.new == action.old * ratio
     return action.kind == "num_stages" and ratio > 1 and action.new == action.old - 1
 
 
@@ -214,8 +214,7 @@ class SearchProposer(Proposer):
             # no round is spent on it: the compiler's facts already say it cannot be fast here
             checks += 1
             self.on_activity(f"skipped before timing: {chosen.change}: {problem}")
-            self.tried_pairs.add(f"{skey}|{chosen.key}")
-            self.tried_sources.add(source_hash(chosen.source))
+            self._mark_tried(skey, chosen)
             for part in chosen.parts:
                 self.outcomes.setdefault(part, [0, 0])[1] += 1
             index = candidates.index(chosen)
@@ -224,8 +223,7 @@ class SearchProposer(Proposer):
                 self.pending.pop(str(context.round), None)
                 return None
             chosen = candidates[self._choose(scores)]
-        self.tried_pairs.add(f"{skey}|{chosen.key}")
-        self.tried_sources.add(source_hash(chosen.source))
+        self._mark_tried(skey, chosen)
         self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
                                             "level": level, "round": context.round}
         self.step += 1
@@ -355,6 +353,11 @@ class SearchProposer(Proposer):
                 return out
         return out
 
+    def _mark_tried(self, skey: str, c: _Candidate) -> None:
+        """Never this step from this state, nor this program, again."""
+        self.tried_pairs.add(f"{skey}|{c.key}")
+        self.tried_sources.add(source_hash(c.source))
+
     def _coupled(self, analysis: Analysis, skey: str, seen: set[str]) -> list[_Candidate]:
         """Coupled moves of a kernel with tl.dot, offered beside the single steps: a tile that grows by a factor r together with
         num_warps scaled by r (the work per warp stays), or with one pipeline stage less (the shared memory a
@@ -362,7 +365,7 @@ class SearchProposer(Proposer):
         best needs block_n 256 and 8 warps at once, which single steps did not find live."""
         out: list[_Candidate] = []
         if not any(k.has_dot for k in analysis.kernels.values()):
-            return out  # a tile of tl.dot: elementwise blocks couple weakly (more moves only dilute the search)
+            return out  # elementwise blocks couple weakly with warps: more moves would only dilute the search
         for tile in analysis.actions():
             if tile.kind != "block" or not isinstance(tile.old, int) or not isinstance(tile.new, int) or tile.old <= 0:
                 continue
