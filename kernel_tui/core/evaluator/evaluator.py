@@ -38,7 +38,7 @@ from kernel_tui.core.evaluator.models import (
 from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_worker
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker
 from kernel_tui.core.policy import check_source
-from kernel_tui.core.profile.ncu import ncu_wrapper
+from kernel_tui.core.profile.ncu import METRIC_NAMES, ncu_wrapper
 from kernel_tui.core.task import Task
 from kernel_tui.format import shape_figures as format_shapes
 
@@ -312,6 +312,7 @@ class Evaluator:
         rejected = self.check_policy(candidate)
         if rejected is not None:
             return WorkerResult(status=rejected.status, reason=rejected.reason)
+        self.reset_memory_plan()
         workdir = self._next_workdir()
         request = self._request(candidate, None, correctness=False, timing=None, block=0, trusted=False,
                                 workdir=workdir, profile=True)
@@ -319,7 +320,7 @@ class Evaluator:
                           server=self._fork_server(), gpu=self.gpu)
 
     def profile(self, candidate: str, ncu: str, *, trusted: bool = False,
-                metrics: Sequence[str] | None = None) -> tuple[WorkerResult, str]:
+                metrics: Sequence[str] = METRIC_NAMES) -> tuple[WorkerResult, str]:
         """One worker under Nsight Compute: warm-up calls, then one profiled call at the timing shape.
         Returns the worker's result and ncu's log (its CSV, or why it could not profile). Always a fresh
         interpreter (ncu starts the process), confined like every worker, with ncu's own files readable."""
@@ -327,11 +328,11 @@ class Evaluator:
         workdir.mkdir(parents=True, exist_ok=True)
         log = workdir / "ncu.log"
         sandbox = for_profiler(self._sandbox, ncu) if self._sandbox else None
+        self.reset_memory_plan()
         request = self._request(candidate, None, correctness=False, timing=None, block=0, trusted=trusted,
                                 workdir=workdir, profile=True, sandbox=sandbox)
-        self.reset_memory_plan()
         res = run_worker(request, workdir, timeout=max(self.timeout, PROFILE_TIMEOUT), triton_cache=self.triton_cache,
-                         cancel=self.cancel, gpu=self.gpu, wrapper=ncu_wrapper(ncu, log, *([list(metrics)] if metrics else [])),
+                         cancel=self.cancel, gpu=self.gpu, wrapper=ncu_wrapper(ncu, log, list(metrics)),
                          on_progress=lambda ph, k, n: self._emit("profile", k, n))
         try:
             text = log.read_text(encoding="utf-8", errors="replace")
