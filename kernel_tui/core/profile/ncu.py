@@ -100,9 +100,10 @@ def ncu_wrapper(ncu: str, log_file: Path, metrics: tuple[str, ...] | list[str] =
     return [
         ncu,
         "--csv", "--page", "raw",
-        # raw metric names as column headers, and base units (nsecond, byte): the units row still says
-        # which, but no value is rounded to a scaled unit's two decimals
-        "--print-metric-name", "name", "--print-units", "base",
+        # base units (nsecond, byte): the units row still says which, but no value is rounded to a scaled
+        # unit's two decimals. (The raw page's headers are metric names already; ncu refuses
+        # --print-metric-name outside the details page.)
+        "--print-units", "base",
         # the target brackets the candidate's calls with cudaProfilerStart/Stop: warm-up stays unprofiled
         "--profile-from-start", "off",
         # ncu locks clocks to base by default; the evaluator times at the GPU's natural clocks, and a profile
