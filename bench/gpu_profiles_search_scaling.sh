@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU measurements of profiles, the profile-aware search and parallel evaluation, one part per device call
-# (each fits the 10-minute limit). Writes under $OUT.
+# (each fits the 10-minute limit). Writes under $OUT, few files (a device call brings back at most eight):
+# a workspace's artifacts travel as one tarball.
 #   PART=profiles  bench/profile_versions.py on the fixtures: profile wall time, DRAM bytes vs the cost model,
 #                  ncu kernel time vs the evaluator's latency
 #   PART=search-matmul / PART=search-vector_add
@@ -12,7 +13,9 @@ OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; LIMIT=${LIMIT
 start=$(date +%s)
 case "$PART" in
   profiles)
-    $PY bench/profile_versions.py --out "$OUT/profiles.jsonl" > "$OUT/profiles.log" 2>&1 ;;
+    # a profile that hangs gives up after 90 s; one that fails in the sandbox is retaken without it
+    $PY bench/profile_versions.py --out "$OUT/profiles.jsonl" --profile-timeout 90 --unconfined-retry \
+      > "$OUT/profiles.log" 2>&1 ;;
   search-matmul|search-vector_add)
     task=${PART#search-}; ws=$(mktemp -d)/$task-search
     torch_side=bench/candidates/matmul_torch_matmul.py
@@ -27,10 +30,9 @@ case "$PART" in
     $PY -m kernel_tui compare --task "fixtures/$task" --incumbent "$torch_side" --candidate "$ws/best.py" --runs 5 \
       --device cuda --no-policy > "$OUT/$task-best_vs_torch.txt" 2>&1
     $PY -m kernel_tui history "$ws" --all >> "$OUT/$task-run.log" 2>&1
-    mkdir -p "$OUT/$task-ws"
-    for f in report.md final-comparison.json trajectory.jsonl run_summary.json; do cp "$ws/$f" "$OUT/$task-ws/" 2>/dev/null; done
-    cp -r "$ws/profiles" "$OUT/$task-ws/" 2>/dev/null
-    for d in "$ws"/evaluations/*/; do [ -f "$d/profile.json" ] && cp "$d/profile.json" "$OUT/$task-ws/$(basename "$d")-profile.json"; done
+    # the workspace's record (report, trajectory, summaries, profiles, evaluations) as one file
+    (cd "$(dirname "$ws")" && tar czf "$OUT/$task-ws.tar.gz" --exclude='*.ptx' --exclude='*.cubin' \
+      --exclude='triton-cache' "$(basename "$ws")")
     ;;
   scaling)
     $PY bench/gpu_scaling.py --gpus all --out "$OUT/scaling" --budget "$((LIMIT + 100))" > "$OUT/scaling.log" 2>&1 ;;

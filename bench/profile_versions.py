@@ -8,12 +8,17 @@ evaluator's latency: the median of one block) and profiled once through the same
 takes (Profiler.profile: the confined worker under ncu). One JSON line per task, written as it is known.
 Targets (issue: profiles): a profile within 10 s for vector_add and matmul; DRAM bytes within 10% of the cost
 model for the memory-bound fixtures; kernel time within 5% of the evaluator's latency.
+
+A failed profile keeps the tails of ncu's log and of the profiled worker's console in its row. With
+--unconfined-retry, a profile that failed in the sandbox is taken once more with the sandbox off
+(KERNEL_TUI_SANDBOX=0; the fixtures' own baselines only), to tell the sandbox's part from ncu's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -24,7 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TASKS = ["vector_add", "matmul", "softmax", "rmsnorm", "silu_mul", "row_sum"]
 
 
-def measure(task_dir: Path, device: str) -> dict:
+def _tails(workdir: Path, limit: int = 1500) -> dict:
+    """The last profiled worker's files: ncu's log and the console, each cut to its last `limit` chars."""
+    runs = sorted((d for d in workdir.glob("worker-*") if (d / "ncu.log").exists() or (d / "stdout.log").exists()),
+                  key=lambda d: d.stat().st_mtime)
+    if not runs:
+        return {}
+    out = {}
+    for name in ("ncu.log", "stdout.log", "stderr.log"):
+        path = runs[-1] / name
+        if path.exists():
+            out[name] = path.read_text(errors="replace")[-limit:]
+    return out
+
+
+def measure(task_dir: Path, device: str, timeout: float | None = None) -> dict:
     from kernel_tui.core.evaluator import Evaluator
     from kernel_tui.core.profile.store import Profiler
     from kernel_tui.core.workspace import Workspace
@@ -32,7 +51,7 @@ def measure(task_dir: Path, device: str) -> dict:
     out: dict = {"task": task_dir.name}
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace.create(task_dir, path=Path(tmp) / "ws")
-        ev = Evaluator(ws.task, device=device, workdir=Path(tmp) / "work")
+        ev = Evaluator(ws.task, device=device, workdir=Path(tmp) / "work", timeout=timeout)
         try:
             spec = ws.task.spec
             shape = spec.timing_shape(ev.device)
@@ -50,7 +69,9 @@ def measure(task_dir: Path, device: str) -> dict:
             t0 = time.monotonic()
             record = profiler.profile(ws.baseline.hexsha)
             out.update(profile_wall_s=time.monotonic() - t0, status=record.status, reason=record.reason,
-                       metrics_used=len(profiler.metrics))
+                       metrics_used=len(profiler.metrics), sandbox=ev._sandbox is not None)
+            if record.status != "ok":
+                out["diagnostics"] = _tails(Path(tmp) / "work")
             p = record.profile
             if p is not None:
                 out.update(kernels=[k.name for k in p.kernels], ncu_duration_s=p.total_duration_s,
@@ -73,12 +94,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("tasks", nargs="*", type=Path)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--profile-timeout", type=float,
+                   help="seconds an evaluation or profiled run may take (default: the task's, and 300 s for a profile)")
+    p.add_argument("--unconfined-retry", action="store_true", help="retake a failed profile with the sandbox off")
     args = p.parse_args(argv)
+    if args.profile_timeout:
+        import kernel_tui.core.evaluator.evaluator as evaluator_module
+
+        evaluator_module.PROFILE_TIMEOUT = args.profile_timeout
     tasks = args.tasks or [ROOT / "fixtures" / name for name in DEFAULT_TASKS]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "a", encoding="utf-8") as f:
         for task in tasks:
-            row = measure(task, args.device)
+            row = measure(task, args.device, args.profile_timeout)
+            if row.get("status") != "ok" and args.unconfined_retry:
+                os.environ["KERNEL_TUI_SANDBOX"] = "0"
+                try:
+                    row["unconfined"] = measure(task, args.device, args.profile_timeout)
+                finally:
+                    del os.environ["KERNEL_TUI_SANDBOX"]
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(json.dumps({k: row.get(k) for k in ("task", "status", "profile_wall_s", "dram_bytes_over_cost_model",

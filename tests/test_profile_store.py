@@ -23,13 +23,20 @@ from tests.conftest import FIXTURES, ROOT
 NCU_DATA = ROOT / "tests" / "data" / "ncu"
 
 FAKE_NCU = """#!{python}
-import os, shutil, subprocess, sys
+import os, shutil, socket, subprocess, sys, time
 args = sys.argv[1:]
 i = args.index("--log-file")
 log, target = args[i + 1], args[i + 2:]
 metrics = args[args.index("--metrics") + 1].split(",")
 with open({calls!r}, "a") as f:
     f.write(" ".join(args[: i + 2]) + "\\n")
+with open({calls!r} + ".net", "w") as f:  # the network it (and so its target) runs in
+    f.write(",".join(name for _, name in socket.if_nameindex()))
+if {mode!r} == "refuse":  # ncu refusing its command line: a console line, no log, no target
+    sys.stdout.write(open({data!r}).read())
+    sys.exit(1)
+if {mode!r} == "hang":
+    time.sleep(3600)
 code = subprocess.call(target)
 worker_result = os.path.join(os.path.dirname(log), "result.json")
 if {lacks!r} and {lacks!r} in metrics:
@@ -41,12 +48,14 @@ sys.exit(code)
 """
 
 
-def fake_ncu(tmp_path: Path, data: str, lacks: str = "") -> tuple[str, Path]:
-    """An executable that behaves like ncu as far as the Profiler can tell; returns it and its call log."""
+def fake_ncu(tmp_path: Path, data: str, lacks: str = "", mode: str = "run") -> tuple[str, Path]:
+    """An executable that behaves like ncu as far as the Profiler can tell; returns it and its call log.
+    `mode`: "run" its target, "refuse" its command line (prints `data` and exits), or "hang"."""
     calls = tmp_path / "ncu-calls.txt"
     path = tmp_path / "ncu-bin" / "ncu"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(FAKE_NCU.format(python=sys.executable, calls=str(calls), data=str(NCU_DATA / data), lacks=lacks))
+    path.write_text(FAKE_NCU.format(python=sys.executable, calls=str(calls), data=str(NCU_DATA / data), lacks=lacks,
+                                    mode=mode))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path), calls
 
@@ -96,6 +105,10 @@ def test_a_version_is_profiled_in_the_worker_under_ncu_and_stored_beside_it(vect
     assert record.commit == ws.baseline.hexsha and record.round is None and record.shape
     args = calls.read_text()
     assert "--profile-from-start off" in args and "--clock-control none" in args  # the worker ran under it
+    assert "--print-metric-name" not in args  # ncu refuses it with the raw page (recorded: refused_option.log)
+    if ev._sandbox is not None:  # ncu and its worker ran in a private network: loopback alone
+        assert Path(f"{calls}.net").read_text() == "lo"
+        assert "the profiler's private loopback" in " ".join(record_sandbox(ev))
     # stored: a git note on the commit, and a file under profiles/ (no round made the baseline)
     assert json.loads(ws.repo.git.notes("--ref", PROFILES_REF, "show", ws.baseline.hexsha))["status"] == "ok"
     assert (ws.root / "profiles" / f"{ws.baseline.hexsha}.json").exists()
@@ -128,6 +141,41 @@ def test_no_access_to_the_counters_turns_profiles_off_once_with_one_line(vector_
     assert stored(ws, ws.baseline.hexsha) is None  # nothing is kept of a machine that cannot profile
     again = profiler.profile(ws.baseline.hexsha)
     assert again.status == "unavailable" and len(calls.read_text().splitlines()) == 1  # not tried again
+
+
+def record_sandbox(ev: Evaluator) -> list[str]:
+    """What the last profiled worker's sandbox said was in force."""
+    result = json.loads(sorted(ev.workdir.glob("*/result.json"), key=lambda p: p.stat().st_mtime)[-1].read_text())
+    return result["sandbox"]["active"]
+
+
+@pytest.mark.slow
+def test_an_ncu_that_refuses_its_command_line_turns_profiles_off_with_its_own_words(vector_add, tmp_path):
+    ws, ev = vector_add
+    ncu, calls = fake_ncu(tmp_path, "refused_option.log", mode="refuse")
+    profiler = gpu_profiler(ws, ev, ncu)
+    first = profiler.profile(ws.baseline.hexsha)
+    # the recorded line reached the console only, not ncu's log: it is still the reason given
+    assert first.status == "unavailable" and "\n" not in first.reason
+    assert "refuses kernel-tui's command line" in first.reason and "--print-metric-name" in first.reason
+    assert profiler.profile(ws.baseline.hexsha).status == "unavailable"
+    assert len(calls.read_text().splitlines()) == 1  # not tried again
+
+
+@pytest.mark.slow
+def test_a_profiled_run_that_never_ends_turns_profiles_off_for_the_session(vector_add, tmp_path, monkeypatch):
+    import kernel_tui.core.evaluator.evaluator as evaluator_module
+
+    ws, ev = vector_add
+    monkeypatch.setattr(evaluator_module, "PROFILE_TIMEOUT", 3.0)
+    monkeypatch.setattr(ev, "timeout", 3.0)
+    ncu, calls = fake_ncu(tmp_path, "vector_add.log", mode="hang")
+    profiler = gpu_profiler(ws, ev, ncu)
+    first = profiler.profile(ws.baseline.hexsha)
+    assert first.status == "unavailable" and "did not finish under ncu" in first.reason and "\n" not in first.reason
+    assert profiler.off == first.reason and stored(ws, ws.baseline.hexsha) is None
+    assert profiler.profile(ws.baseline.hexsha).status == "unavailable"
+    assert len(calls.read_text().splitlines()) == 1  # the next accepted version does not wait as long again
 
 
 def test_without_a_gpu_or_without_ncu_the_reason_is_plain(vector_add, monkeypatch, tmp_path):

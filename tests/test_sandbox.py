@@ -304,3 +304,83 @@ def test_the_seccomp_filter_assembles_and_decides_as_designed(machine, no_proces
     assert _run_filter(program, arch, nr["io_uring_setup"]) == deny
     assert _run_filter(program, arch, nr["clone"], CLONE_THREAD) == allow
     assert _run_filter(program, arch, nr["clone"], 0) == (deny if no_processes else allow)
+    # under a profiler (in its private network): TCP/IP too, and still nothing else
+    inet = seccomp_program(machine, no_processes, unix_sockets, inet=True)
+    for family, verdict in ((1, allow), (2, allow), (10, allow), (16, deny), (17, deny)):  # 16 netlink, 17 packet
+        assert _run_filter(inet, arch, nr["socket"], family) == verdict, family
+    assert _run_filter(inet, arch, nr["clone"], 0) == (deny if no_processes else allow)
+
+
+# --- under a profiler: a private network of loopback alone ------------------------------------
+
+PROFILED = r"""
+import json, socket, sys
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxRefused, apply
+plan = SandboxPlan.model_validate_json(sys.argv[1])
+allowed, other = int(sys.argv[2]), int(sys.argv[3])
+try:
+    report = apply(plan)
+except SandboxRefused as exc:
+    print(json.dumps({"refused": str(exc)}))
+    sys.exit(0)
+out = {"active": report.active}
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "allowed"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+attempt("connect_profiler_port", lambda: socket.create_connection(("127.0.0.1", allowed), timeout=5).sendall(b"hi"))
+attempt("connect_other_port", lambda: socket.create_connection(("127.0.0.1", other), timeout=5))
+attempt("bind_other_port", lambda: socket.socket().bind(("127.0.0.1", other + 1)))
+attempt("reach_outside", lambda: socket.create_connection(("192.0.2.1", allowed), timeout=5))
+print(json.dumps(out))
+"""
+
+# stands in for ncu: listens on the first port of the range (and on another), then runs the worker
+LISTENER = r"""
+import socket, subprocess, sys
+servers = []
+for port in (int(sys.argv[2]), int(sys.argv[3])):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    servers.append(s)
+sys.exit(subprocess.call([sys.executable, "-c", sys.argv[1], *sys.argv[4:]]))
+"""
+
+
+def profiled_probe(tmp_path: Path, private: bool) -> dict:
+    from kernel_tui.core.evaluator.sandbox import for_profiler, netns
+
+    first, other = 49152, 49300
+    plan = for_worker(build_plan("cpu", tmp_path / "cache", package_paths()), tmp_path)
+    plan = for_profiler(plan, sys.executable, (first, 4))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(package_paths())}
+    worker = [PROFILED, plan.model_dump_json(), str(first), str(other)]
+    command = [sys.executable, "-c", LISTENER, worker[0], str(first), str(other), *worker[1:]]
+    if private:
+        command = [sys.executable, "-I", netns.__file__, "--", *command]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_a_profiled_worker_reaches_the_profiler_on_its_ports_and_nothing_else(tmp_path):
+    result = profiled_probe(tmp_path, private=True)
+    assert "refused" not in result, result
+    assert "no network (the profiler's private loopback)" in result["active"], result
+    assert result["connect_profiler_port"] == "allowed"
+    assert result["reach_outside"] != "allowed"  # nothing but loopback exists there
+    if LANDLOCK >= 4:
+        assert any(a.startswith("Landlock TCP (ports 49152–49155 only)") for a in result["active"]), result
+        assert result["connect_other_port"] == "PermissionError" and result["bind_other_port"] == "PermissionError"
+
+
+def test_a_profiled_worker_outside_a_private_network_refuses_to_start(tmp_path):
+    result = profiled_probe(tmp_path, private=False)
+    if sorted(name for _, name in socket.if_nameindex()) == ["lo"]:  # a host of loopback alone is as private
+        assert "refused" not in result and result["connect_profiler_port"] == "allowed"
+    else:
+        assert "private network" in result["refused"] and "loopback only" in result["refused"]

@@ -36,9 +36,9 @@ from kernel_tui.core.evaluator.models import (
     WorkerResult,
 )
 from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_worker
-from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker, netns
 from kernel_tui.core.policy import check_source
-from kernel_tui.core.profile.ncu import METRIC_NAMES, ncu_wrapper
+from kernel_tui.core.profile.ncu import METRIC_NAMES, NCU_PORTS, ncu_messages, ncu_wrapper
 from kernel_tui.core.task import Task
 from kernel_tui.format import shape_figures as format_shapes
 
@@ -322,23 +322,33 @@ class Evaluator:
     def profile(self, candidate: str, ncu: str, *, trusted: bool = False,
                 metrics: Sequence[str] = METRIC_NAMES) -> tuple[WorkerResult, str]:
         """One worker under Nsight Compute: warm-up calls, then one profiled call at the timing shape.
-        Returns the worker's result and ncu's log (its CSV, or why it could not profile). Always a fresh
-        interpreter (ncu starts the process), confined like every worker, with ncu's own files readable."""
+        Returns the worker's result and ncu's log (its CSV, or why it could not profile; ncu's messages
+        that reached the console instead are added). Always a fresh interpreter (ncu starts the process),
+        confined like every worker, with ncu's own files readable; ncu and the worker share a private
+        network of loopback alone, where the worker may use ncu's TCP ports and nothing else."""
         workdir = self._next_workdir().resolve()
         workdir.mkdir(parents=True, exist_ok=True)
         log = workdir / "ncu.log"
-        sandbox = for_profiler(self._sandbox, ncu) if self._sandbox else None
+        wrapper = ncu_wrapper(ncu, log, list(metrics))
+        sandbox = None
+        if self._sandbox:
+            sandbox = for_profiler(self._sandbox, ncu, NCU_PORTS)
+            wrapper = [sys.executable, "-I", netns.__file__, "--", *wrapper]
         self.reset_memory_plan()
         request = self._request(candidate, None, correctness=False, timing=None, block=0, trusted=trusted,
                                 workdir=workdir, profile=True, sandbox=sandbox)
         res = run_worker(request, workdir, timeout=max(self.timeout, PROFILE_TIMEOUT), triton_cache=self.triton_cache,
-                         cancel=self.cancel, gpu=self.gpu, wrapper=ncu_wrapper(ncu, log, list(metrics)),
+                         cancel=self.cancel, gpu=self.gpu, wrapper=wrapper,
                          on_progress=lambda ph, k, n: self._emit("profile", k, n))
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        return res, text
+        texts = []
+        for path in (log, workdir / "stdout.log", workdir / "stderr.log"):
+            try:
+                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                texts.append("")
+        # ncu prints errors met before it opens its log file (a refused option, the launcher's) to the console
+        console = ncu_messages(texts[1] + texts[2])
+        return res, texts[0] + ("\n" + console if console else "")
 
     def check_policy(self, source: str) -> EvalResult | None:
         """None when the source passes the static policy (or the policy is off), else the rejection."""

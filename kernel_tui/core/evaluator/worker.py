@@ -35,7 +35,7 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.sandbox import Guard, SandboxReport, apply
+from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply
 
 
 class _Progress:
@@ -446,7 +446,11 @@ def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
     progress = _Progress(request_path.parent / "progress.jsonl")
     req = WorkerRequest.model_validate_json(request_path.read_text(encoding="utf-8"))
-    confined, guard = _confine(req)
+    try:
+        confined, guard = _confine(req)
+    except SandboxRefused as exc:  # this machine's fault, not the candidate's: nothing of it was loaded
+        _write(result_path, WorkerResult(status=Status.evaluator_fault, reason=f"sandbox: {exc}"))
+        os._exit(0)
     try:
         result = run(req, request_path.parent, progress, guard)
     except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently

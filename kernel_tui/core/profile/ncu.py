@@ -68,6 +68,11 @@ METRICS: tuple[Metric, ...] = (
 )
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
+# ncu and the process it profiles talk over TCP on localhost: its --port (first port, default 49152) and
+# --max-connections (how many, default 64), left at their defaults. The profiled worker's sandbox opens
+# these ports only, inside the private network it shares with ncu.
+NCU_PORTS = (49152, 64)
+
 
 def find_ncu() -> str | None:
     """The ncu to profile with: KERNEL_TUI_NCU (empty or "0" turns profiling off), else ncu on PATH, else
@@ -117,6 +122,10 @@ def ncu_wrapper(ncu: str, log_file: Path, metrics: tuple[str, ...] | list[str] =
 
 
 _ERROR = re.compile(r"^==ERROR==\s*(.*)$", re.MULTILINE)
+_MESSAGE = re.compile(r"^==(?:ERROR|WARNING|PROF)==.*$", re.MULTILINE)
+# ncu refusing its own command line: this ncu and kernel-tui disagree, and every profile will fail alike
+_USAGE = re.compile(r"Option '[^']*' is only supported|unrecogni[sz]ed option|unknown option|invalid option",
+                    re.IGNORECASE)
 _UNKNOWN_METRIC = re.compile(r"Failed to find metric\s+(?:regex:)?\^?([A-Za-z0-9_.]+)")
 _UNSUPPORTED = re.compile(
     r"(not supported|unsupported|no longer supported).*(device|gpu|driver|architecture|chip)"
@@ -128,6 +137,16 @@ _MAX_QUOTE = 160  # characters of an ncu error line quoted back
 def unknown_metrics(log_text: str) -> list[str]:
     """Metric names ncu said it could not find (on this GPU, or in this version)."""
     return list(dict.fromkeys(m.rstrip(".") for m in _UNKNOWN_METRIC.findall(log_text)))
+
+
+def ncu_messages(console: str) -> str:
+    """ncu's own lines (==ERROR==, ==WARNING==, ==PROF==) from a target's console output: those it printed
+    before its log file was open go there."""
+    return "\n".join(m.group(0) for m in _MESSAGE.finditer(console))
+
+
+def refused_command_line(log_text: str) -> bool:
+    return bool(_USAGE.search(log_text))
 
 
 def has_results(log_text: str) -> bool:
@@ -146,6 +165,9 @@ def failure_reason(log_text: str, returncode: int | None) -> str | None:
     if "LibraryNotLoaded" in log_text or re.search(r"failed to load.*(injection|librar)", log_text, re.IGNORECASE):
         return ("ncu could not load its injection library into the target (LibraryNotLoaded): "
                 "check that ncu matches the driver and that the target process may load it")
+    if refused_command_line(log_text):
+        line = next((e for e in _ERROR.findall(log_text) if _USAGE.search(e)), "")
+        return f"this ncu refuses kernel-tui's command line: {_quote(line)}"
     if missing := unknown_metrics(log_text):
         return f"ncu does not know the metric {missing[0]} on this GPU or in this version"
     errors = [e.strip() for e in _ERROR.findall(log_text) if e.strip()]

@@ -17,12 +17,20 @@ from pydantic import BaseModel
 
 from kernel_tui.core.evaluator import Evaluator, Status
 from kernel_tui.core.profile.models import Profile
-from kernel_tui.core.profile.ncu import ENV_VAR, METRIC_NAMES, failure_reason, find_ncu, unknown_metrics
+from kernel_tui.core.profile.ncu import (
+    ENV_VAR,
+    METRIC_NAMES,
+    failure_reason,
+    find_ncu,
+    refused_command_line,
+    unknown_metrics,
+)
 from kernel_tui.core.profile.parse import ProfileError, parse_ncu_csv
 from kernel_tui.core.workspace import PROFILES_REF, Workspace
 
 # ncu's words for a machine that cannot profile at all (not one version's problem): stop trying
-_MACHINE_PROBLEMS = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "not supported", "Failed to load", "injection")
+_MACHINE_PROBLEMS = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "not supported", "Failed to load", "injection",
+                     "no private network for the profiler")
 
 
 class ProfileRecord(BaseModel):
@@ -119,11 +127,19 @@ class Profiler:
                 "shape": self.ws.task.spec.timing_shape(self.evaluator.device).name,
                 "device_name": result.environment.device_name if result.environment else ""}
         why = failure_reason(log, None)
-        if why is not None and any(word in log for word in _MACHINE_PROBLEMS):
+        if why is not None and (any(word in log for word in _MACHINE_PROBLEMS) or refused_command_line(log)):
             self.off = f"profiles are off on this machine: {why}"
             return ProfileRecord(status="unavailable", reason=self.off, **base)
+        if result.status is Status.timeout and not self.evaluator.cancel.is_set():
+            # a run that never ends under ncu (it could not reach the process, or replays far too slowly)
+            # would hold every later accepted round as long: say so once and stop
+            self.off = (f"profiles are off for this session: the profiled run did not finish under ncu "
+                        f"({result.reason}){'; ' + why if why else ''}")
+            return ProfileRecord(status="unavailable", reason=self.off, **base)
         if result.status is not Status.ok:
-            return ProfileRecord(status="failed", reason=f"the profiled run failed ({result.status}): {result.reason}", **base)
+            said = f"; {why}" if why is not None and "==ERROR==" in log else ""  # ncu's own word says more
+            return ProfileRecord(status="failed",
+                                 reason=f"the profiled run failed ({result.status}): {result.reason}{said}", **base)
         if why is not None:
             return ProfileRecord(status="failed", reason=why, **base)
         try:

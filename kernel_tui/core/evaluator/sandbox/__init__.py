@@ -20,17 +20,20 @@ Where the running kernel lacks a feature, the report says which protection is mi
 silently weaker. An audit hook mirrors the same rules inside Python so that an attempt is *named*
 (`sandbox-write: ...`) even when the candidate catches the error the kernel gave it.
 
+Under Nsight Compute the worker shares a private network namespace with ncu (`netns`: loopback alone),
+where it may open TCP on ncu's ports only; it refuses to run if it sees any other interface.
+
 Known limit: a process allowed to run the dynamic loader can ask it to load any readable program. Such a
 program is still inside every layer above (same filesystem, network and signal confinement), so it gains
 nothing the candidate's own Python could not do.
 """
 
-from kernel_tui.core.evaluator.sandbox.confine import apply, landlock_abi
+from kernel_tui.core.evaluator.sandbox.confine import SandboxRefused, apply, landlock_abi
 from kernel_tui.core.evaluator.sandbox.guard import Guard
 from kernel_tui.core.evaluator.sandbox.models import SandboxPlan, SandboxReport
 from kernel_tui.core.evaluator.sandbox.plan import build_plan, compiler_toolchain, for_profiler, for_worker, libcuda_dir
 
 __all__ = [
-    "Guard", "SandboxPlan", "SandboxReport", "apply", "build_plan", "compiler_toolchain", "for_profiler", "for_worker", "landlock_abi",
+    "Guard", "SandboxPlan", "SandboxRefused", "SandboxReport", "apply", "build_plan", "compiler_toolchain", "for_profiler", "for_worker", "landlock_abi",
     "libcuda_dir",
 ]

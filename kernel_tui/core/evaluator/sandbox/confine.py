@@ -22,7 +22,7 @@ CLONE_NEWNET = 0x40000000
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on x86-64 and arm64.
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
-LANDLOCK_RULE_PATH_BENEATH = 1
+LANDLOCK_RULE_PATH_BENEATH, LANDLOCK_RULE_NET_PORT = 1, 2
 FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
@@ -39,6 +39,7 @@ SYSCALLS = {
 }
 X32_SYSCALL_BIT = 0x40000000
 CLONE_THREAD = 0x10000
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
 
 
 def _libc() -> ctypes.CDLL:
@@ -76,10 +77,18 @@ def _no_new_privs(libc) -> str | None:
     return None
 
 
-def _namespaces(libc) -> tuple[str, str | None]:
-    """A new user namespace (mapped to the same ids) and a new network namespace. The user namespace
-    needs a process with one thread: the fork server's children and a fresh worker both are, here."""
+def _namespaces(libc, network: bool = True) -> tuple[str, str | None]:
+    """A new user namespace (mapped to the same ids) and, with `network`, a new network namespace. The
+    user namespace needs a process with one thread: the fork server's children and a fresh worker both
+    are, here (a worker under ncu may not be: its injection library starts threads)."""
     uid, gid = os.getuid(), os.getgid()
+    if not network:  # the profiler's private network is this worker's already: keep it, drop the rights
+        if libc.unshare(CLONE_NEWUSER) != 0:
+            why = _err("unshare(user)")
+            if ctypes.get_errno() == errno.EINVAL:
+                why += f" with {len(os.listdir('/proc/self/task'))} threads"
+            return "user namespace", why
+        return _map_ids(uid, gid, "user namespace")
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
         why = _err("unshare(user, net)")
         if ctypes.get_errno() == errno.EINVAL:
@@ -88,6 +97,11 @@ def _namespaces(libc) -> tuple[str, str | None]:
         if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET) == 0:
             return "no network (network namespace)", None
         return "no network", why
+    return _map_ids(uid, gid, "no network (user and network namespaces)")
+
+
+def _map_ids(uid: int, gid: int, name: str) -> tuple[str, str | None]:
+    """Inside a new user namespace: the same ids as outside, and no supplementary groups."""
     try:
         with open("/proc/self/setgroups", "w") as f:
             f.write("deny")
@@ -96,8 +110,8 @@ def _namespaces(libc) -> tuple[str, str | None]:
         with open("/proc/self/gid_map", "w") as f:
             f.write(f"{gid} {gid} 1")
     except OSError as exc:
-        return "no network (user and network namespaces)", f"user namespace id map ({exc.strerror})"
-    return "no network (user and network namespaces)", None
+        return name, f"user namespace id map ({exc.strerror})"
+    return name, None
 
 
 def _bpf(program: list[tuple]) -> bytes:
@@ -122,9 +136,10 @@ def _bpf(program: list[tuple]) -> bytes:
     return b"".join(out)
 
 
-def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False) -> bytes:
-    """The filter, assembled: no sockets (AF_UNIX only, with `unix_sockets`), no io_uring, and with
-    `no_processes` no fork/vfork/clone3 and clone only for threads."""
+def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False, inet: bool = False) -> bytes:
+    """The filter, assembled: no sockets (AF_UNIX only, with `unix_sockets`; also AF_INET and AF_INET6,
+    with `inet`), no io_uring, and with `no_processes` no fork/vfork/clone3 and clone only for threads."""
+    unix_sockets = unix_sockets or inet
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     nr = SYSCALLS[machine]
     program: list[tuple] = [
@@ -144,18 +159,21 @@ def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False
                     (jset, CLONE_THREAD, "allow", "deny")]
     if unix_sockets:  # jumps go forward only: the socket test sits before the one allow return
         program += [(ret, 0x7FFF0000, None, None),  # the fall-through: SECCOMP_RET_ALLOW
-                    ("socket",), (ld, 16, None, None), (jeq, 1, "allow", "deny")]  # AF_UNIX only
+                    ("socket",), (ld, 16, None, None)]  # the address family
+        if inet:  # under a profiler only, whose private network has nothing but loopback
+            program += [(jeq, AF_INET, "allow", None), (jeq, AF_INET6, "allow", None)]
+        program += [(jeq, AF_UNIX, "allow", "deny")]
     program += [("allow",), (ret, 0x7FFF0000, None, None),  # SECCOMP_RET_ALLOW
                 ("deny",), (ret, 0x00050000 | errno.EACCES, None, None),  # SECCOMP_RET_ERRNO
                 ("nosys",), (ret, 0x00050000 | errno.ENOSYS, None, None)]  # glibc then falls back to clone
     return _bpf(program)
 
 
-def _seccomp(libc, no_processes: bool, unix_sockets: bool = False) -> str | None:
+def _seccomp(libc, no_processes: bool, unix_sockets: bool = False, inet: bool = False) -> str | None:
     machine = platform.machine()
     if machine not in AUDIT_ARCH:
         return f"no syscall table for {machine}"
-    raw = seccomp_program(machine, no_processes, unix_sockets)
+    raw = seccomp_program(machine, no_processes, unix_sockets, inet)
     buf = ctypes.create_string_buffer(raw, len(raw))
 
     class SockFprog(ctypes.Structure):
@@ -196,7 +214,9 @@ def _landlock(libc, plan: SandboxPlan, abi: int) -> tuple[list[str], list[str]]:
     """(active, missing) after restricting this process with Landlock."""
     fs = _fs_rights(abi)
     handled_net = NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0
-    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    # abstract Unix sockets belong to a network namespace: under a profiler that is the private one it
+    # shares with ncu alone, which may talk to the worker that way
+    scoped = (SCOPE_SIGNAL | (0 if plan.profiler_ports else SCOPE_ABSTRACT_UNIX_SOCKET)) if abi >= 6 else 0
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     attr = struct.pack("QQQ", fs, handled_net, scoped)[:size]
     ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.c_char_p(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -230,6 +250,12 @@ def _landlock(libc, plan: SandboxPlan, abi: int) -> tuple[list[str], list[str]]:
                     skipped.append(path)
             finally:
                 os.close(fd)
+        if handled_net and plan.profiler_ports:  # TCP on the profiler's ports only, both ways
+            first, count = plan.profiler_ports
+            for port in range(first, first + count):
+                rule = struct.pack("=QQ", handled_net, port)
+                if libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_NET_PORT, ctypes.c_char_p(rule), 0) != 0:
+                    return [], [_err(f"Landlock rule for TCP port {port}")]
         if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
             return [], [_err("Landlock restrict_self")]
     finally:
@@ -239,14 +265,26 @@ def _landlock(libc, plan: SandboxPlan, abi: int) -> tuple[list[str], list[str]]:
     if abi < 2:
         missing.append(f"Landlock ABI {abi}: renames across folders are not controlled")
     if handled_net:
-        active.append("Landlock TCP")
+        ports = plan.profiler_ports
+        active.append(f"Landlock TCP (ports {ports[0]}–{ports[0] + ports[1] - 1} only)" if ports else "Landlock TCP")
     if scoped:
-        active.append("Landlock scopes (signals, abstract sockets)")
+        active.append("Landlock scopes (signals)" if plan.profiler_ports else "Landlock scopes (signals, abstract sockets)")
     else:
         missing.append(f"Landlock ABI {abi} < 6: signals and abstract sockets outside the sandbox are not scoped")
     if abi < 5:
         missing.append(f"Landlock ABI {abi} < 5: device ioctls are not restricted")
     return active, missing
+
+
+class SandboxRefused(RuntimeError):
+    """The plan cannot be applied safely here: the worker must not go on."""
+
+
+def network_interfaces() -> list[str]:
+    """The names of this process's network interfaces (its network namespace's)."""
+    import socket
+
+    return sorted(name for _, name in socket.if_nameindex())
 
 
 def apply(plan: SandboxPlan) -> SandboxReport:
@@ -260,13 +298,22 @@ def apply(plan: SandboxPlan) -> SandboxReport:
         (missing.append(f"{name}: {why}") if why else active.append(name))
 
     layer("no new privileges", _no_new_privs(libc))
-    layer(*_namespaces(libc))
+    if plan.profiler_ports:
+        if (interfaces := network_interfaces()) != ["lo"]:  # never open TCP where it could leave the machine
+            raise SandboxRefused(f"a profiled worker must run in the profiler's private network (loopback only); "
+                                 f"this one sees {', '.join(interfaces) or 'no interface'}")
+        active.append("no network (the profiler's private loopback)")
+        layer(*_namespaces(libc, network=False))
+    else:
+        layer(*_namespaces(libc))
     on, off = _limits(plan)
     active += on
     missing += off
     no_processes = not plan.execute
-    what = ("Unix sockets only" if plan.unix_sockets else "no sockets") + (", no new processes" if no_processes else "")
-    layer(f"{what} (seccomp)", _seccomp(libc, no_processes, plan.unix_sockets))
+    inet = plan.profiler_ports is not None
+    what = ("Unix and loopback TCP sockets only" if inet else "Unix sockets only" if plan.unix_sockets else "no sockets") \
+        + (", no new processes" if no_processes else "")
+    layer(f"{what} (seccomp)", _seccomp(libc, no_processes, plan.unix_sockets, inet))
     if plan.unix_sockets:
         missing.append("Unix sockets: allowed for the CUDA driver, and Landlock cannot confine them by path here")
     abi = landlock_abi()

@@ -17,6 +17,10 @@ class SandboxPlan(BaseModel):
     max_file_bytes: int = 4 * 2**30
     max_address_space: int | None = None  # CPU only: CUDA reserves far more address space than it uses
     unix_sockets: bool = False  # the CUDA driver opens a Unix socket at initialisation (measured on an H200)
+    # Under a profiler: (first port, count) of the TCP ports it and the worker talk over. The worker then
+    # lives in the profiler's private network (loopback only; see sandbox.netns) instead of one of its own,
+    # and may open TCP sockets on those ports only.
+    profiler_ports: tuple[int, int] | None = None
 
 
 class SandboxReport(BaseModel):

@@ -151,10 +151,10 @@ def for_worker(plan: SandboxPlan, workdir: Path) -> SandboxPlan:
     return plan.model_copy(update={"write": [str(Path(workdir).resolve()), *plan.write]})
 
 
-
-
-def for_profiler(plan: SandboxPlan, ncu: str) -> SandboxPlan:
+def for_profiler(plan: SandboxPlan, ncu: str, ports: tuple[int, int]) -> SandboxPlan:
     """A worker started by Nsight Compute loads ncu's injection libraries and sections from its install
-    tree (the `ncu` on PATH is often a link or a wrapper script into /opt/nvidia/nsight-compute/<version>)."""
+    tree (the `ncu` on PATH is often a link or a wrapper script into /opt/nvidia/nsight-compute/<version>),
+    and talks to ncu over TCP on `ports` (first, count) inside the private network they share."""
     trees = _existing([os.path.dirname(os.path.abspath(ncu)), os.path.dirname(os.path.realpath(ncu))])
-    return plan.model_copy(update={"read": [*plan.read, *(t for t in trees if t not in plan.read)]})
+    return plan.model_copy(update={"read": [*plan.read, *(t for t in trees if t not in plan.read)],
+                                   "profiler_ports": ports})
