@@ -346,9 +346,12 @@ class Evaluator:
                 texts.append(path.read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 texts.append("")
-        # ncu prints errors met before it opens its log file (a refused option, the launcher's) to the console
-        console = ncu_messages(texts[1] + texts[2])
-        return res, texts[0] + ("\n" + console if console else "")
+        if texts[0].strip():
+            return res, texts[0]
+        # ncu prints errors met before it opens its log file (a refused option, the launcher's) to the
+        # console. Only then is the console read: once the log exists, a candidate's own printing (it
+        # shares the console) cannot pass for ncu's word.
+        return res, ncu_messages(texts[1] + texts[2])
 
     def check_policy(self, source: str) -> EvalResult | None:
         """None when the source passes the static policy (or the policy is off), else the rejection."""
