@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.sweep.measure import run_sweep
 from bench.sweep.pool import WorkerPool
-from bench.sweep.replay import replay_payloads, replay_task, summarize_replay
+from bench.sweep.replay import hardware_from, replay_payloads, replay_task, summarize_replay
 from bench.sweep.results import Results
 from bench.sweep.settings import (
     BANDWIDTH_FIXTURES,
@@ -268,8 +268,17 @@ class Run:
     # 5 ----------------------------------------------------------------------------------------------------
     def replay(self, deadline: float, flush) -> dict:
         out: dict[str, Any] = {"status": "ok", "seeds": self.opts.seeds, "tasks": {}}
+        hardware = None  # off a GPU the search is told no bottleneck, as in a session there
+        if self.opts.device == "cuda":
+            refs = (((self.results.parts.get("torch_references") or {}).get("tasks") or {}).get("matmul") or {})
+            ref = (refs.get("references") or {}).get("torch.matmul") or {}
+            hardware = hardware_from(self.copy_bw, ref.get("kernel_s") if ref.get("status") == "ok" else None,
+                                     self.sweeps["matmul"][0] if "matmul" in self.sweeps else None)
+        # the smoke spaces sweep one or two knobs: offering every other one as no effect would only test
+        # how long the search takes to stumble on them within a limit of two or three evaluations
+        unswept = "cut" if self.opts.smoke else "no-effect"
         for name, (task, configs, sweep) in self.sweeps.items():
-            payloads = replay_payloads(name, task, configs, sweep, self.opts.seeds)
+            payloads = replay_payloads(name, task, configs, sweep, self.opts.seeds, hardware=hardware, unswept=unswept)
             if payloads is None:
                 out["tasks"][name] = {"error": "no measured table"}
                 continue

@@ -2,7 +2,10 @@
 
     python -m bench.sweep.replay_recorded bench/results/2026-11-29-h200-benchmark/sweep [--seeds 20] [task ...]
 
-Prints, per task, how many seeds reached within 3% of the sweep's best and the evaluations each took."""
+Prints, per task, how many seeds reached within 3% of the sweep's best and the evaluations each took, and
+how many proposals changed only knobs the sweep did not measure (measured as no effect, see `replay`).
+`--unswept cut --no-bottleneck` replays as before those were added: unswept knobs not offered, no
+bottleneck told."""
 
 from __future__ import annotations
 
@@ -11,9 +14,23 @@ import json
 import statistics
 from pathlib import Path
 
-from bench.sweep.replay import replay_payloads, replay_task, summarize_replay
+from bench.sweep.replay import hardware_from, replay_payloads, replay_task, summarize_replay
 from bench.sweep.settings import FIXTURES
 from bench.sweep.space import build_space
+
+
+def recorded_hardware(sweep_dir: Path) -> dict | None:
+    """The roofs the sweep measured: copy_bandwidth.json and torch.matmul in torch_references.json."""
+    from kernel_tui.core.task import load_task
+
+    def read(name: str) -> dict:
+        path = sweep_dir / name
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    bandwidth = read("copy_bandwidth.json").get("bandwidth_bytes_per_s")
+    ref = (((read("torch_references.json").get("tasks") or {}).get("matmul") or {}).get("references") or {}).get("torch.matmul")
+    torch_s = ref.get("kernel_s") if isinstance(ref, dict) and ref.get("status") == "ok" else None
+    return hardware_from(bandwidth, torch_s, load_task(FIXTURES / "matmul"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,20 +40,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("sweep_dir", type=Path, help="a sweep's results folder (holds <task>.json)")
     p.add_argument("tasks", nargs="*", default=["vector_add", "matmul"])
     p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--unswept", choices=("no-effect", "cut"), default="no-effect",
+                   help="knobs the sweep did not measure: offered and measured as no effect (default), or not offered")
+    p.add_argument("--no-bottleneck", action="store_true", help="tell the search no bottleneck (as off a GPU)")
     args = p.parse_args(argv)
+    hardware = None if args.no_bottleneck else recorded_hardware(args.sweep_dir)
     for name in args.tasks:
         data = json.loads((args.sweep_dir / f"{name}.json").read_text(encoding="utf-8"))
         task = load_task(FIXTURES / name)
-        payloads = replay_payloads(name, task, build_space(task.baseline_source, data["values"]), data, args.seeds)
+        payloads = replay_payloads(name, task, build_space(task.baseline_source, data["values"]), data, args.seeds,
+                                   hardware=hardware, unswept=args.unswept)
         if payloads is None:
             print(f"{name}: no measured table")
             continue
         results = [replay_task(payload) for payload in payloads]
         s = summarize_replay(name, payloads[0], results, True)
         steps = [r["evaluations_to_target"] for r in results if r.get("evaluations_to_target") is not None]
-        print(f"{name}: {s['reached']}/{len(results)} seeds within 3% of the sweep best; evaluations median "
+        print(f"{name} ({s['start_bottleneck'] or 'no'} bottleneck at the start): {s['reached']}/{len(results)} seeds within 3% of the sweep best; evaluations median "
               f"{s['median_evaluations']}, mean {statistics.fmean(steps):.1f}, max {s['max_evaluations']} "
-              f"(sweep of {s['sweep_size']}); per seed {[r.get('evaluations_to_target') for r in results]}")
+              f"(sweep of {s['sweep_size']}); per seed {[r.get('evaluations_to_target') for r in results]}; "
+              f"proposals of unswept knobs only (no effect) {s['no_effect_proposals']}")
     return 0
 
 

@@ -138,18 +138,21 @@ def replay_section(d: dict | None) -> list[str]:
     out = ["", "## Search replay over the measured tables"]
     if not d or "tasks" not in d:
         return out + ["", f"not run ({(d or {}).get('error', 'no data')})"]
-    out += ["", "| task | sweep size | seeds reached / run | median evals | max evals | target | met (median / all) | outside | noise SD |",
-            "|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+    out += ["", "| task | sweep size | bottleneck | seeds reached / run | median evals | max evals | target | met (median / all) | "
+            "outside | unswept only | noise SD |",
+            "|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|"]
     for name, s in d["tasks"].items():
         if "sweep_size" not in s:
-            out.append(f"| {name} | — | — | — | — | — | {s.get('error')} | — | — |")
+            out.append(f"| {name} | — | — | — | — | — | — | {s.get('error')} | — | — | — |")
             continue
-        out.append(f"| {name} | {s['sweep_size']} | {s['reached']} / {s['seeds_run']} | {dash(s['median_evaluations'])} | "
-                   f"{dash(s['max_evaluations'])} | ≤ {s['target_evaluations']:g} | "
+        out.append(f"| {name} | {s['sweep_size']} | {s.get('start_bottleneck') or '—'} | {s['reached']} / {s['seeds_run']} | "
+                   f"{dash(s['median_evaluations'])} | {dash(s['max_evaluations'])} | ≤ {s['target_evaluations']:g} | "
                    f"{'yes' if s['meets_target_median'] else 'no'} / {'yes' if s['meets_target_all_seeds'] else 'no'} | "
-                   f"{s['outside_proposals']} | {s['noise_sd']:.2%} |")
+                   f"{s['outside_proposals']} | {s.get('no_effect_proposals', 0)} | {s['noise_sd']:.2%} |")
     out += ["", f"Evaluations until a proposal within {TARGETS['within']:.0%} of the best measured latency is evaluated; "
-            "the search sees only the swept values; a proposal outside the table counts as a failed evaluation."]
+            "the search sees the swept values of the swept knobs, and a change of a knob the sweep did not measure "
+            "(unswept only) is measured as no effect; a proposal outside the table counts as a failed evaluation; "
+            "the bottleneck is the start's place on the sweep's roofline."]
     return out
 
 

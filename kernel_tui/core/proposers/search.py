@@ -21,9 +21,17 @@ pairs: Q̂(s, a) = max(m, γ · V̂(s')), with m = L(s) + Δ̂ the predicted rew
 value of s' when it was visited, else m plus the best predicted next step from s'. Δ̂ comes from a
 small Bayesian linear model of log speedup over the knob values (one weight per knob value, adjacent
 values of a numeric knob smoothed together, so that a good BLOCK_SIZE makes its neighbours look
-promising), fitted to every evaluated candidate; knob values that failed before are penalised.
+promising), fitted to every evaluated candidate; knob values that failed before are penalised. In a kernel
+with tl.dot the tile knobs and their partners (block, num_warps, num_stages) also have a weight per
+value beside each other block knob's value, and share only a small part across tiles: num_warps 16
+measured 2.7 times slower on a 64x64 tile says little about num_warps 8 on a 128x128 one.
 Untried pairs start optimistic (plus κ × the model's standard deviation, κ shrinking over the run),
 and exploration moves over the run (step / budget_hint) from ε-greedy to Boltzmann to greedy.
+
+The incumbent's bottleneck decides which knob families go first: while a step of only the kinds it
+favours is left, the others wait; and a single step of a kind it does not favour that the gate turned
+down is not offered again from a later incumbent while the bottleneck stays (load hints on the
+compute-bound H200 matmul measured nothing, and were tried again on each new incumbent).
 
 When every single step from the best has been tried, the search goes on through the tried candidates
 that passed and were not clearly slower: one proposal of two steps, the second taken from the first's
@@ -57,7 +65,7 @@ from kernel_tui.core.records import ProposerInfo
 FAILED_REWARD = -1.0  # log(T_old / T_new) of a candidate that did not pass: as if e times slower
 REJECTED_BY_PERSON_REWARD = -0.5
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: knob kinds and the steps turned down per bottleneck (older states load with none)
 
 # The value model (log-speedup units): observation noise, prior spread of a knob value's effect,
 # prior spread of the difference between adjacent values of a numeric knob.
@@ -65,6 +73,17 @@ NOISE_SD = 0.05
 EFFECT_SD = 0.3
 SMOOTH_SD = 0.3
 ANCHOR_SD = 1e-3  # a knob's first-seen value is the reference (effect 0)
+# Kinds whose best value depends on the tile beside them, in a kernel with tl.dot (a larger tile wants more
+# warps; fewer stages of it fit): besides its shared weight (spread SHARED_SD, not EFFECT_SD), each value has
+# one weight per value of each other block knob (spread CONTEXT_SD). An effect measured on one tile is then
+# mostly put down to that tile, and carries to another the less, the more of the tile's dimensions differ:
+# of num_warps 16 measured 2.7 times slower on 64x64x32, about a third carries to 128x128x32 (one dimension
+# alike), and num_warps 8 there stays worth a try. The matmul replay over the H200 tables took a median of
+# 8.5 evaluations with these pairwise weights, 17.5 with one weight per whole tile (of which nothing carries
+# once any dimension moves).
+TILE_KINDS = {"block", "num_warps", "num_stages"}
+CONTEXT_SD = 0.3
+SHARED_SD = 0.1
 
 # Exploration over the run: ε-greedy, then Boltzmann, then greedy.
 EPSILON = (0.3, 0.1)
@@ -72,10 +91,12 @@ TEMPERATURE = (0.05, 0.01)
 OPTIMISM = (1.0, 0.5)  # × the model's standard deviation: untried pairs start optimistic, less so later
 PHASES = (1 / 3, 2 / 3)
 
-# What the incumbent's bottleneck (ProposerContext.bottleneck) makes worth trying first: a prior on the
-# predicted log speedup of a step whose knobs are of these kinds, small beside what one measurement
-# teaches (NOISE_SD), so the model's data overrule it. Memory-bound: more bytes in flight and kinder
-# caching; compute-bound: tiles, pipelining and warps; latency-bound: more work in flight per SM.
+# What the incumbent's bottleneck (ProposerContext.bottleneck) makes worth trying first. Memory-bound: more
+# bytes in flight and kinder caching; compute-bound: tiles, pipelining and warps; latency-bound: more work
+# in flight per SM. Steps of only these kinds are the candidates while any is left (a prior alone lost to
+# the optimism every untried step gets: 6 of 25 rounds of the live H200 matmul went to load hints); after
+# that, BOTTLENECK_PRIOR, small beside what one measurement teaches (NOISE_SD), favours the steps with more
+# favoured parts (a two-step proposal with one).
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
     "memory": {"block", "eviction_policy", "cache_modifier", "num_warps"},
@@ -99,11 +120,14 @@ def resource_problem(facts: list[KernelFacts]) -> str | None:
 
 
 def _couples(action: Action, ratio: float) -> bool:
-    """Whether `action` is the partner a tile change by `ratio` calls for (see SearchProposer._coupled)."""
+    """Whether `action` is a partner a tile change by `ratio` calls for (see SearchProposer._coupled)."""
     if not isinstance(action.old, int) or not isinstance(action.new, int) or action.old <= 0:
         return False
-    if action.kind == "num_warps":  # tiles and warps are powers of two: the product is exact
-        return action.new == action.old * ratio
+    if action.kind == "num_warps":  # warps moved the tile's way, by up to `ratio` (powers of two: exact)
+        lo, hi = sorted((action.old, action.old * ratio))
+        return lo <= action.new <= hi
+    if action.kind == "block":  # another tile by the inverse ratio: the tile's shape changes, its size stays
+        return action.new * ratio == action.old
     return action.kind == "num_stages" and ratio > 1 and action.new == action.old - 1
 
 
@@ -162,6 +186,10 @@ class SearchProposer(Proposer):
         self.tried_pairs: set[str] = set()
         self.tried_sources: set[str] = set()
         self.bottleneck: str | None = None  # the incumbent's, when last told (ProposerContext.bottleneck)
+        self.kinds: dict[str, str] = {}  # knob -> its kind (Knob.kind)
+        self.dot_knobs: set[str] = set()  # knobs of sources whose kernels call tl.dot
+        # bottleneck -> steps (action keys) of kinds it does not favour that the gate turned down under it
+        self.turned_down: dict[str, list[str]] = {}
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
         self.samples: list[list] = []  # [assignment, L] of every measured program
         self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
@@ -200,7 +228,7 @@ class SearchProposer(Proposer):
         if level is None:  # a best the search did not make (a person's edit, a restore)
             level = self._predict(s)[0]
 
-        candidates = self._candidates(analysis, skey)
+        candidates = self._favoured_first(self._candidates(analysis, skey))
         if not candidates:
             self.pending.pop(str(context.round), None)
             return None
@@ -225,7 +253,7 @@ class SearchProposer(Proposer):
             chosen = candidates[self._choose(scores)]
         self._mark_tried(skey, chosen)
         self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
-                                            "level": level, "round": context.round}
+                                            "level": level, "round": context.round, "bottleneck": self.bottleneck}
         self.step += 1
         return Proposal(source=chosen.source, change=chosen.change, proposer=self.info)
 
@@ -247,6 +275,8 @@ class SearchProposer(Proposer):
             for part in pending.get("parts") or [pending["a"]]:
                 counts = self.outcomes.setdefault(part, [0, 0])
                 counts[0 if passed else 1] += 1
+        if passed and not feedback.accepted and not feedback.rejected_by_person and feedback.edited_source is None:
+            self._note_turned_down(pending)
         if feedback.edited_source is not None:  # the measurement is of the person's program, not ours
             if passed:
                 edited = self._analyze_source(feedback.edited_source)
@@ -286,6 +316,9 @@ class SearchProposer(Proposer):
             "rejected": self.rejected,
             "pending": self.pending,
             "bottleneck": self.bottleneck,
+            "kinds": self.kinds,
+            "dot_knobs": sorted(self.dot_knobs),
+            "turned_down": self.turned_down,
         }
         return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
 
@@ -315,6 +348,9 @@ class SearchProposer(Proposer):
         # a state written before batches held one step, not one per round
         self.pending = {str(saved.get("round", 0)): saved} if "s" in saved else dict(saved)
         self.bottleneck = state.get("bottleneck")
+        self.kinds = dict(state.get("kinds") or {})  # before version 2: filled again as sources are analysed
+        self.dot_knobs = set(state.get("dot_knobs") or [])
+        self.turned_down = {k: list(v) for k, v in (state.get("turned_down") or {}).items()}
         self._model = None
 
     # --- candidates ---------------------------------------------------------------------------------------
@@ -353,6 +389,31 @@ class SearchProposer(Proposer):
                 return out
         return out
 
+    def _kinds_of(self, parts: tuple[str, ...] | list[str]) -> set[str]:
+        return {self.kinds.get(p.split("=", 1)[0], "") for p in parts}
+
+    def _favoured_first(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """The candidates of only the kinds the bottleneck favours while there is one, else all of them."""
+        favoured = FAVOURED_KINDS.get(self.bottleneck or "")
+        if not favoured:
+            return candidates
+        first = [c for c in candidates if self._kinds_of(c.parts) <= favoured]
+        return first or candidates
+
+    def _note_turned_down(self, pending: dict) -> None:
+        """A single step of a kind its bottleneck does not favour, measured and turned down by the gate, is
+        that bottleneck's answer for the step: not offered again from a later incumbent while the bottleneck
+        stays (such a kind is off the critical path; a favoured kind's effect depends on the rest, so it is
+        tried anew: on the vector_add, memory-bound, evict_first measured nothing with 256-element blocks and
+        paid with larger ones)."""
+        bottleneck, parts = pending.get("bottleneck"), pending.get("parts") or [pending["a"]]
+        favoured = FAVOURED_KINDS.get(bottleneck or "")
+        if not favoured or len(parts) != 1 or self._kinds_of(parts) <= favoured:
+            return
+        keys = self.turned_down.setdefault(str(bottleneck), [])
+        if parts[0] not in keys:
+            keys.append(parts[0])
+
     def _mark_tried(self, skey: str, c: _Candidate) -> None:
         """Never this step from this state, nor this program, again."""
         self.tried_pairs.add(f"{skey}|{c.key}")
@@ -360,9 +421,12 @@ class SearchProposer(Proposer):
 
     def _coupled(self, analysis: Analysis, skey: str, seen: set[str]) -> list[_Candidate]:
         """Coupled moves of a kernel with tl.dot, offered beside the single steps: a tile that grows by a factor r together with
-        num_warps scaled by r (the work per warp stays), or with one pipeline stage less (the shared memory a
-        stage takes grows with the tile); a tile that shrinks with fewer warps. On the H200 matmul the sweep's
-        best needs block_n 256 and 8 warps at once, which single steps did not find live."""
+        num_warps scaled by up to r (by r the work per warp stays; a larger tile often wants more work per warp:
+        the H200 matmul sweep's best needs block_n 256 with 8 warps, and live, block_n 64 → 256 came only with
+        16), or with one pipeline stage less (the shared memory a stage takes grows with the tile); a tile that
+        shrinks with fewer warps; a tile that grows while another shrinks by as much (its shape changes, its
+        size and so its registers stay: from 256x128 the best 128x256 is two single steps that each lose, and
+        in the matmul replay 6 of 20 seeds took about 70 evaluations without this move, none over 23 with it)."""
         out: list[_Candidate] = []
         if not any(k.has_dot for k in analysis.kernels.values()):
             return out  # elementwise blocks couple weakly with warps: more moves would only dilute the search
@@ -381,6 +445,7 @@ class SearchProposer(Proposer):
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],
                only: Callable[[Action], bool] | None = None) -> list[_Candidate]:
         rejected = [set(parts) for parts in self.rejected.get(skey, ())]
+        turned_down = set(self.turned_down.get(self.bottleneck or "", ()))
         out = []
         for action in analysis.actions():
             if first is not None and action.knob == first.knob:
@@ -392,6 +457,8 @@ class SearchProposer(Proposer):
                 continue
             parts = (action.key,) if first is None else (first.key, action.key)
             if any(r <= set(parts) for r in rejected):  # contains every step of a rejected proposal
+                continue
+            if turned_down.intersection(parts):  # the bottleneck's answer stands until it changes
                 continue
             try:
                 source = analysis.apply(action)
@@ -409,7 +476,13 @@ class SearchProposer(Proposer):
         return out
 
     def _register(self, analysis: Analysis) -> None:
+        dot = any(k.has_dot for k in analysis.kernels.values())
         for kid, knob in analysis.knobs.items():
+            if self.kinds.get(kid) != knob.kind or (dot and kid not in self.dot_knobs):
+                self.kinds[kid] = knob.kind
+                if dot:
+                    self.dot_knobs.add(kid)
+                self._model = None
             values = self.domains.get(kid)
             if values is None:  # the first value seen is the reference
                 values = self.domains[kid] = [knob.value]
@@ -446,19 +519,46 @@ class SearchProposer(Proposer):
                 break
         self.q = q
 
-    def _features(self) -> dict[tuple[str, object], int]:
-        index: dict[tuple[str, object], int] = {}
-        for kid, values in self.domains.items():
-            for v in values:
-                index[(kid, json.dumps(v))] = len(index)
-        return index
+    def _tiles(self) -> set[str]:
+        return {k for k in self.dot_knobs if self.kinds.get(k) == "block"}
+
+    def _tiled(self) -> set[str]:
+        """The knobs whose effect the model reads per tile: of a tile kind, in a source with tl.dot, beside
+        another block knob. (An elementwise block couples weakly with its warps, see `_coupled`; read per
+        block, every warp count was tried again on each new block: the vector_add replay took a median of 14
+        evaluations instead of 10.)"""
+        tiles = self._tiles()
+        return {k for k in self.dot_knobs if self.kinds.get(k) in TILE_KINDS and tiles - {k}}
+
+    def _terms(self, assignment: dict, tiled: set[str]) -> set[tuple[str, ...]]:
+        """The model's features an assignment switches on: each knob's value, and for a tiled knob its value
+        beside each other block knob's value. A knob's reference value has no such pair: its effect is 0 on
+        every tile, which leaves a tile's own effect to the block weights."""
+        terms: set[tuple[str, ...]] = {(kid, json.dumps(v)) for kid, v in assignment.items()}
+        tiles = self._tiles()
+        for kid, v in assignment.items():
+            values = self.domains.get(kid)
+            if kid in tiled and values and v != values[0]:
+                terms.update((kid, json.dumps(v), b, json.dumps(assignment[b])) for b in tiles - {kid} if b in assignment)
+        return terms
 
     def _fit(self) -> tuple:
         if self._model is not None:
             return self._model
-        index = self._features()
+        tiled = self._tiled()
+        index: dict[tuple[str, ...], int] = {}
+        for kid, values in self.domains.items():
+            for v in values:
+                index[(kid, json.dumps(v))] = len(index)
+        sample_terms = [(self._terms(assignment, tiled), float(level)) for assignment, level in self.samples]
+        for terms, _ in sample_terms:
+            for t in sorted(terms):
+                if len(t) > 2 and t not in index:
+                    index[t] = len(index)
         n = len(index)
-        precision = np.eye(n) / EFFECT_SD**2
+        prior = np.array([1 / CONTEXT_SD**2 if len(t) > 2 else 1 / (SHARED_SD if t[0] in tiled else EFFECT_SD)**2
+                          for t in index])
+        precision = np.diag(prior)
         for kid, values in self.domains.items():
             ref = index[(kid, json.dumps(values[0]))]
             precision[ref, ref] += 1 / ANCHOR_SD**2
@@ -471,30 +571,36 @@ class SearchProposer(Proposer):
                     precision[i, j] -= 1 / SMOOTH_SD**2
                     precision[j, i] -= 1 / SMOOTH_SD**2
         rhs = np.zeros(n)
-        for assignment, level in self.samples:
-            x = self._x(assignment, index)
-            precision += np.outer(x, x) / NOISE_SD**2
-            rhs += x * float(level) / NOISE_SD**2
+        for terms, level in sample_terms:
+            idx = sorted(index[t] for t in terms if t in index)
+            precision[np.ix_(idx, idx)] += 1 / NOISE_SD**2
+            rhs[idx] += level / NOISE_SD**2
         cov = np.linalg.inv(precision)
-        self._model = (index, cov @ rhs, cov)
+        self._model = (index, cov @ rhs, cov, tiled)
         return self._model
 
-    @staticmethod
-    def _x(assignment: dict, index: dict) -> np.ndarray:
-        x = np.zeros(len(index))
-        for kid, v in assignment.items():
-            i = index.get((kid, json.dumps(v)))
-            if i is not None:
-                x[i] = 1.0
-        return x
-
     def _predict(self, assignment: dict, base: dict | None = None) -> tuple[float, float]:
-        """Mean and standard deviation of L(assignment) (or of its difference to L(base))."""
-        index, w, cov = self._fit()
-        x = self._x(assignment, index)
-        if base is not None:
-            x = x - self._x(base, index)
-        return float(x @ w), float(math.sqrt(max(0.0, x @ cov @ x)))
+        """Mean and standard deviation of L(assignment) (or of its difference to L(base)). A knob value beside
+        a tile value no measured program had adds its prior spread: nothing is known of that pair yet."""
+        index, w, cov, tiled = self._fit()
+        plus = self._terms(assignment, tiled)
+        minus = self._terms(base, tiled) if base is not None else set()
+        idx, sign, unseen = [], [], 0
+        for terms, sgn in ((plus - minus, 1.0), (minus - plus, -1.0)):
+            for t in sorted(terms):  # a fixed order: the same sums in a resumed process
+                if t in index:
+                    idx.append(index[t])
+                    sign.append(sgn)
+                else:
+                    unseen += len(t) > 2
+        x = np.array(sign)
+        mean = float(x @ w[idx]) if idx else 0.0
+        var = float(x @ cov[np.ix_(idx, idx)] @ x) if idx else 0.0
+        return mean, math.sqrt(max(0.0, var) + unseen * CONTEXT_SD**2)
+
+    def _mean(self, assignment: dict) -> float:
+        index, w, _, tiled = self._fit()
+        return float(sum(w[index[t]] for t in sorted(self._terms(assignment, tiled)) if t in index))
 
     def _penalty(self, akey: str) -> float:
         passed, failed = self.outcomes.get(akey, (0, 0))
@@ -523,19 +629,18 @@ class SearchProposer(Proposer):
     def _best_next(self, analysis: Analysis, s2: dict, changed: set[str]) -> float:
         """The best predicted one-knob step from s2 (the lookahead of the Max-Q target), among the knobs
         the step did not change: changing those again is another action from s, valued on its own."""
-        index, w, _ = self._fit()
         before = analysis.violations(s2)
+        here = self._mean(s2)
         best = -math.inf
         for kid, cur in s2.items():
-            i_cur = index.get((kid, json.dumps(cur)))
-            if i_cur is None or kid in changed:
+            if kid in changed or cur not in self.domains.get(kid, ()):
                 continue
-            for v in self.domains.get(kid, ()):
+            for v in self.domains[kid]:
                 if v == cur:
                     continue
-                i = index[(kid, json.dumps(v))]
-                gain = float(w[i] - w[i_cur]) + self._penalty(f"{kid}={v}")
-                if gain > best and analysis.allowed({**s2, kid: v}, before):
+                after = {**s2, kid: v}
+                gain = self._mean(after) - here + self._penalty(f"{kid}={v}")
+                if gain > best and analysis.allowed(after, before):
                     best = gain
         return best
 
