@@ -7,6 +7,14 @@
 #   PART=search-matmul / PART=search-vector_add
 #                  a live 25-step built-in search (stopped at LIMIT s, then finalized with the rounds done), its
 #                  profiles, and the best timed against torch (matmul: torch.matmul, vector_add: torch.add)
+#   PART=search-task TASK=DIR TORCH_SIDES="FILE ..."
+#                  the same on any task, its best timed against each torch side given. For KernelBench's
+#                  square GEMM (level 1 problem 1) with a Triton starting point, import it first (KernelBench
+#                  is not in this repository; .kernelbench/ is git-ignored, name it in the call's carry):
+#                    kernel-tui import kernelbench KernelBench/level1/1_Square_matrix_multiplication_.py \
+#                      --out .kernelbench/kb_gemm --baseline bench/candidates/kb_square_matmul_triton.py
+#                  TASK=.kernelbench/kb_gemm TORCH_SIDES="bench/candidates/kb_square_matmul_torch.py
+#                    bench/candidates/kb_square_matmul_torch_tf32.py"
 #   PART=scaling   bench/gpu_scaling.py over every visible GPU (a two-GPU machine)
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; LIMIT=${LIMIT:-420}; PART=${PART:-profiles}
@@ -16,19 +24,24 @@ case "$PART" in
     # a profile that hangs gives up after 90 s; one that fails in the sandbox is retaken without it
     $PY bench/profile_versions.py --out "$OUT/profiles.jsonl" --profile-timeout 90 --unconfined-retry \
       > "$OUT/profiles.log" 2>&1 ;;
-  search-matmul|search-vector_add)
-    task=${PART#search-}; ws=$(mktemp -d)/$task-search
-    torch_side=bench/candidates/matmul_torch_matmul.py
-    [ "$task" = vector_add ] && torch_side=bench/candidates/vector_add_torch_add.py
-    timeout -s TERM "$LIMIT" $PY -m kernel_tui run "fixtures/$task" --headless --proposer search --max-steps 25 \
+  search-matmul|search-vector_add|search-task)
+    task=${PART#search-}; task_dir=fixtures/$task
+    torch_sides=${TORCH_SIDES:-bench/candidates/matmul_torch_matmul.py}
+    [ "$task" = vector_add ] && torch_sides=bench/candidates/vector_add_torch_add.py
+    if [ "$task" = task ]; then task_dir=${TASK:?PART=search-task needs TASK}; task=$(basename "$task_dir"); fi
+    ws=$(mktemp -d)/$task-search
+    timeout -s TERM "$LIMIT" $PY -m kernel_tui run "$task_dir" --headless --proposer search --max-steps 25 \
       --device cuda --workspace "$ws" > "$OUT/$task-run.log" 2>&1
     echo "search exit $? after $(( $(date +%s) - start )) s" >> "$OUT/$task-run.log"
     if [ ! -f "$ws/final-comparison.json" ]; then
       used=$(wc -l < "$ws/trajectory.jsonl")
       $PY -m kernel_tui run "$ws" --headless --max-steps "$used" --device cuda >> "$OUT/$task-run.log" 2>&1
     fi
-    $PY -m kernel_tui compare --task "fixtures/$task" --incumbent "$torch_side" --candidate "$ws/best.py" --runs 5 \
-      --device cuda --no-policy > "$OUT/$task-best_vs_torch.txt" 2>&1
+    for torch_side in $torch_sides; do
+      echo "== $torch_side" >> "$OUT/$task-best_vs_torch.txt"
+      $PY -m kernel_tui compare --task "$task_dir" --incumbent "$torch_side" --candidate "$ws/best.py" --runs 5 \
+        --device cuda --no-policy >> "$OUT/$task-best_vs_torch.txt" 2>&1
+    done
     $PY -m kernel_tui history "$ws" --all >> "$OUT/$task-run.log" 2>&1
     # the workspace's record (report, trajectory, summaries, profiles, evaluations) as one file
     (cd "$(dirname "$ws")" && tar czf "$OUT/$task-ws.tar.gz" --exclude='*.ptx' --exclude='*.cubin' \
