@@ -84,20 +84,22 @@ def _namespaces(libc, network: bool = True) -> tuple[str, str | None]:
     uid, gid = os.getuid(), os.getgid()
     if not network:  # the profiler's private network is this worker's already: keep it, drop the rights
         if libc.unshare(CLONE_NEWUSER) != 0:
-            why = _err("unshare(user)")
-            if ctypes.get_errno() == errno.EINVAL:
-                why += f" with {len(os.listdir('/proc/self/task'))} threads"
-            return "user namespace", why
+            return "user namespace", _unshare_failed("unshare(user)")
         return _map_ids(uid, gid, "user namespace")
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        why = _err("unshare(user, net)")
-        if ctypes.get_errno() == errno.EINVAL:
-            why += f" with {len(os.listdir('/proc/self/task'))} threads"
+        why = _unshare_failed("unshare(user, net)")
         # root can still leave the network where a user namespace cannot be had
         if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET) == 0:
             return "no network (network namespace)", None
         return "no network", why
     return _map_ids(uid, gid, "no network (user and network namespaces)")
+
+
+def _unshare_failed(what: str) -> str:
+    """Why unshare failed; EINVAL for a user namespace means this process has threads."""
+    invalid = ctypes.get_errno() == errno.EINVAL
+    why = _err(what)
+    return why + (f" with {len(os.listdir('/proc/self/task'))} threads" if invalid else "")
 
 
 def _map_ids(uid: int, gid: int, name: str) -> tuple[str, str | None]:
