@@ -421,11 +421,18 @@ def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_foot
             await waiting_for_decision(pilot, 5)
             screen = app.main_screen
             wanted = {f"show_pane('{name}')" for name in PANE_KEYS.values()}
-            # the footer recomposes when the bindings' state changes (a proposal arrives): wait for it to settle
-            await wait_until(pilot, lambda: wanted <= {k.action for k in screen.query("FooterKey")}, 10, "the footer")
+            decisions = {"approve", "reject", "help"}
+
+            def settled() -> bool:
+                actions = {k.action for k in screen.query("FooterKey")}
+                return wanted <= actions and decisions <= {a.removeprefix("app.") for a in actions}
+
+            # the footer recomposes when the bindings' state changes (a proposal arrives), the pane keys and
+            # the decision keys not always in one pass: wait for both
+            await wait_until(pilot, settled, 10, "the footer")
             footer_actions = {k.action for k in screen.query("FooterKey")}
             assert wanted <= footer_actions
-            assert {"approve", "reject", "help"} <= {a.removeprefix("app.") for a in footer_actions}
+            assert decisions <= {a.removeprefix("app.") for a in footer_actions}
             for key, name in PANE_KEYS.items():
                 await pilot.press(key)
                 await pilot.pause()

@@ -1,5 +1,6 @@
 """torch.matmul for KernelBench level 1 problem 1 with TF32 allowed: cuBLAS on the tensor cores, the fair
-yardstick for a Triton kernel whose fp32 tl.dot runs as TF32."""
+yardstick for a Triton kernel whose fp32 tl.dot runs as TF32. Compared with `kernel-tui compare --no-policy`
+only."""
 
 import torch
 
