@@ -340,18 +340,18 @@ class Evaluator:
         res = run_worker(request, workdir, timeout=max(self.timeout, PROFILE_TIMEOUT), triton_cache=self.triton_cache,
                          cancel=self.cancel, gpu=self.gpu, wrapper=wrapper,
                          on_progress=lambda ph, k, n: self._emit("profile", k, n))
-        texts = []
-        for path in (log, workdir / "stdout.log", workdir / "stderr.log"):
+        def read(path: Path) -> str:
             try:
-                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+                return path.read_text(encoding="utf-8", errors="replace")
             except OSError:
-                texts.append("")
-        if texts[0].strip():
-            return res, texts[0]
+                return ""
+
+        if (text := read(log)).strip():
+            return res, text
         # ncu prints errors met before it opens its log file (a refused option, the launcher's) to the
         # console. Only then is the console read: once the log exists, a candidate's own printing (it
         # shares the console) cannot pass for ncu's word.
-        return res, ncu_messages(texts[1] + texts[2])
+        return res, ncu_messages(read(workdir / "stdout.log") + read(workdir / "stderr.log"))
 
     def check_policy(self, source: str) -> EvalResult | None:
         """None when the source passes the static policy (or the policy is off), else the rejection."""
