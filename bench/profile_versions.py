@@ -77,7 +77,9 @@ def measure(task_dir: Path, device: str, timeout: float | None = None) -> dict:
                 out.update(kernels=[k.name for k in p.kernels], ncu_duration_s=p.total_duration_s,
                            ncu_dram_bytes=p.total_dram_bytes, dram_pct=p.dram_pct, sm_pct=p.sm_pct,
                            tensor_pct=p.tensor_pct, occupancy_pct=p.occupancy_pct, bottleneck=p.bottleneck_hint(),
-                           metrics_missing=p.metrics_missing)
+                           metrics_missing=p.metrics_missing,
+                           ncu_dram_read_bytes=sum(k.dram_read_bytes or 0 for k in p.kernels),
+                           ncu_dram_write_bytes=sum(k.dram_write_bytes or 0 for k in p.kernels))
                 if p.total_dram_bytes and nbytes:
                     out["dram_bytes_over_cost_model"] = p.total_dram_bytes / nbytes
                 if p.total_duration_s and out.get("evaluator_latency_s"):

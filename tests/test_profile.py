@@ -410,3 +410,21 @@ def test_the_package_imports_no_terminal_library():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "PYTHONPATH": "."})
     assert out.stdout.strip() == "[]"
+
+
+# --- recorded on an H200 ---------------------------------------------------------------------------------
+
+def test_a_recorded_h200_profile_reads_as_ncu_measured_it():
+    # the live matmul search's best version (2026-12-01): ncu's raw page with all of its own columns
+    p = profile("h200_matmul_fp16_4096.log")
+    assert failure_reason(log("h200_matmul_fp16_4096.log"), 0) is None
+    assert p.metrics_missing == []
+    (k,) = p.kernels
+    assert k.name == "matmul_kernel" and k.registers == 193
+    assert k.duration_s == pytest.approx(207.424e-6)  # the evaluator timed this version at 206 µs
+    # reads and writes of one fp16 4096³ product: the cost model's 100.7 MB, and twice that with the
+    # re-reads of a and b that L2 does not hold
+    assert 1.9 < p.total_dram_bytes / (3 * 2 * 4096**2) < 2.1
+    assert (round(k.dram_pct), round(k.sm_pct), round(k.tensor_pct), round(k.occupancy_pct)) == (20, 79, 83, 12)
+    assert max(k.stalls, key=k.stalls.get) == "wait"
+    assert p.bottleneck_hint() == "tensor pipe busy (83%)"

@@ -384,3 +384,74 @@ def test_a_profiled_worker_outside_a_private_network_refuses_to_start(tmp_path):
         assert "refused" not in result and result["connect_profiler_port"] == "allowed"
     else:
         assert "private network" in result["refused"] and "loopback only" in result["refused"]
+
+
+# --- under a profiler: the profiler's own libraries stay readable ------------------------------
+
+def fake_profiler_tree(root: Path) -> tuple[Path, Path]:
+    """An install tree as ncu's: the executable at the top, its target libraries two levels down."""
+    target = root / "nsight-compute" / "2025.3.1" / "target" / "linux-x64"
+    target.mkdir(parents=True)
+    (target.parents[1] / "ncu").write_text("#!/bin/sh\n")
+    (target / "libnvperf_target.so").write_text("counters")
+    return target.parents[1], target
+
+
+def test_a_profiled_plan_adds_the_profilers_trees_named_in_its_environment_or_mapped(tmp_path):
+    from kernel_tui.core.evaluator.sandbox import for_profiled_process
+
+    tree, target = fake_profiler_tree(tmp_path / "opt")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "libx.so").write_text("x")
+    plan = SandboxPlan(read=[str(tmp_path / "readable")], profiler_ports=(49152, 64))
+    (tmp_path / "readable").mkdir()
+    named = for_profiled_process(plan, {"NV_COMPUTE_PROFILER_PERFWORKS_DIR": f"{target}/."}, maps="")
+    assert named.read == [*plan.read, str(target), str(tree)]
+    maps = (f"7f0000-7f1000 r-xp 00000000 00:1f 42 {target}/libnvperf_target.so\n"
+            f"7f1000-7f2000 r-xp 00000000 00:1f 43 {tmp_path}/readable/lib.so\n"
+            "7f2000-7f3000 rw-p 00000000 00:00 0 [heap]\n"
+            f"7f3000-7f4000 r-xp 00000000 00:1f 44 {other}/libx.so (deleted)\n")
+    (tmp_path / "readable" / "lib.so").write_text("")
+    assert for_profiled_process(plan, {}, maps=maps).read == [*plan.read, str(target), str(tree)]
+    # a folder already readable is not added again; nothing is added outside a profiler, or from nothing
+    assert for_profiled_process(plan, {"LD_PRELOAD": f"{tmp_path}/readable/lib.so"}, maps="").read == plan.read
+    unprofiled = SandboxPlan(read=plan.read)
+    assert for_profiled_process(unprofiled, {"NV_COMPUTE_PROFILER_PERFWORKS_DIR": str(target)}, maps=maps) == unprofiled
+    assert for_profiled_process(plan, {"CUDA_INJECTION64_PATH": "relative/lib.so:/no/such/lib.so"}, maps="") == plan
+
+
+READS_PROFILER_TREE = r"""
+import json, os, sys
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, apply, for_profiled_process
+plan = for_profiled_process(SandboxPlan.model_validate_json(sys.argv[1]), dict(os.environ))
+apply(plan)
+out = {}
+for name, path in (("profiler_tree", sys.argv[2]), ("elsewhere", sys.argv[3])):
+    try:
+        open(path).read()
+        out[name] = "allowed"
+    except OSError as exc:
+        out[name] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(LANDLOCK <= 0, reason="Landlock confines reads; without it every file is readable")
+def test_a_profiled_worker_reads_the_profilers_libraries_and_still_nothing_else(tmp_path):
+    # measured on an H200: ncu loads its counter library from beside its injection libraries only after
+    # the worker is confined, and reports LibraryNotLoaded when it may not read them
+    from kernel_tui.core.evaluator.sandbox import for_profiler, netns
+
+    _, target = fake_profiler_tree(tmp_path / "opt")
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("private")
+    plan = for_worker(build_plan("cpu", tmp_path / "cache", package_paths()), tmp_path / "work")
+    plan = for_profiler(plan, sys.executable, (49152, 4))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(package_paths()),
+           "NV_COMPUTE_PROFILER_PERFWORKS_DIR": f"{target}/."}
+    command = [sys.executable, "-I", netns.__file__, "--", sys.executable, "-c", READS_PROFILER_TREE,
+               plan.model_dump_json(), str(target / "libnvperf_target.so"), str(elsewhere)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"profiler_tree": "allowed", "elsewhere": "PermissionError"}

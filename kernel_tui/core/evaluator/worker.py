@@ -35,7 +35,7 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply
+from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply, for_profiled_process
 
 
 class _Progress:
@@ -436,8 +436,9 @@ def _confine(req: WorkerRequest) -> tuple[SandboxReport, Guard | None]:
     """Apply the sandbox before any task or candidate code is loaded."""
     if req.sandbox is None:
         return SandboxReport(missing=["the sandbox was switched off (KERNEL_TUI_SANDBOX=0)"]), None
-    report = apply(req.sandbox)
-    guard = Guard(req.sandbox)
+    plan = for_profiled_process(req.sandbox, dict(os.environ))
+    report = apply(plan)
+    guard = Guard(plan)
     guard.install()
     return report, guard
 

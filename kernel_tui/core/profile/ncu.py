@@ -68,9 +68,11 @@ METRICS: tuple[Metric, ...] = (
 )
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 
-# ncu and the process it profiles talk over TCP on localhost: its --port (first port, default 49152) and
-# --max-connections (how many, default 64), left at their defaults. The profiled worker's sandbox opens
-# these ports only, inside the private network it shares with ncu.
+# ncu and the process it profiles talk over sockets. ncu 2025.3.1 on an H200 chose Unix sockets (its target's
+# NV_NSIGHT_INJECTION_TRANSPORT_TYPE=uds) and profiled a worker that could open no TCP socket; its TCP
+# transport uses --port (first port, default 49152) and --max-connections (how many, default 64), left at
+# their defaults. The profiled worker's sandbox opens these ports only, inside the private network it shares
+# with ncu (abstract Unix sockets, too, belong to a network namespace).
 NCU_PORTS = (49152, 64)
 
 

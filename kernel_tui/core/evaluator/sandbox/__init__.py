@@ -21,7 +21,10 @@ silently weaker. An audit hook mirrors the same rules inside Python so that an a
 (`sandbox-write: ...`) even when the candidate catches the error the kernel gave it.
 
 Under Nsight Compute the worker shares a private network namespace with ncu (`netns`: loopback alone),
-where it may open TCP on ncu's ports only; it refuses to run if it sees any other interface.
+where it may reach ncu's sockets (TCP on ncu's ports only); it refuses to run if it sees any other
+interface. It may also read the folders of what ncu put into it before the sandbox (the libraries mapped
+from outside the plan, the folders ncu's variables name: `for_profiled_process`), since ncu loads its
+counter library from there once the target runs.
 
 Known limit: a process allowed to run the dynamic loader can ask it to load any readable program. Such a
 program is still inside every layer above (same filesystem, network and signal confinement), so it gains
@@ -31,9 +34,16 @@ nothing the candidate's own Python could not do.
 from kernel_tui.core.evaluator.sandbox.confine import SandboxRefused, apply, landlock_abi
 from kernel_tui.core.evaluator.sandbox.guard import Guard
 from kernel_tui.core.evaluator.sandbox.models import SandboxPlan, SandboxReport
-from kernel_tui.core.evaluator.sandbox.plan import build_plan, compiler_toolchain, for_profiler, for_worker, libcuda_dir
+from kernel_tui.core.evaluator.sandbox.plan import (
+    build_plan,
+    compiler_toolchain,
+    for_profiled_process,
+    for_profiler,
+    for_worker,
+    libcuda_dir,
+)
 
 __all__ = [
-    "Guard", "SandboxPlan", "SandboxRefused", "SandboxReport", "apply", "build_plan", "compiler_toolchain", "for_profiler", "for_worker", "landlock_abi",
-    "libcuda_dir",
+    "Guard", "SandboxPlan", "SandboxRefused", "SandboxReport", "apply", "build_plan", "compiler_toolchain",
+    "for_profiled_process", "for_profiler", "for_worker", "landlock_abi", "libcuda_dir",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,6 +150,55 @@ def build_plan(device: str, triton_cache: Path, python_paths: list[str]) -> Sand
 
 def for_worker(plan: SandboxPlan, workdir: Path) -> SandboxPlan:
     return plan.model_copy(update={"write": [str(Path(workdir).resolve()), *plan.write]})
+
+
+# Where a profiler names the folders it loads libraries from into the process it starts: Nsight Compute's
+# counter library folder, the loader's preload list and the CUDA (and NVTX) injection variables.
+PROFILER_VARS = ("NV_COMPUTE_PROFILER_PERFWORKS_DIR", "LD_PRELOAD", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")
+
+
+def _mapped_files(maps: str) -> list[str]:
+    """The files mapped into a process, from its /proc/PID/maps text."""
+    return list(dict.fromkeys(parts[-1] for ln in maps.splitlines()
+                              if len(parts := ln.split()) >= 6 and parts[-1].startswith("/")))
+
+
+def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> list[str]:
+    """The folders of what a profiler put into this process before the sandbox: the libraries mapped from
+    outside the plan's reads (ncu preloads its injection libraries) and the folders its variables name,
+    each with the install tree above it that holds the profiler (a folder within three levels holding an
+    `ncu`). ncu loads its counter library from there only after the sandbox is in force: without read
+    access, it reports LibraryNotLoaded (measured on an H200 with ncu 2025.3.1)."""
+    def readable(path: str) -> bool:
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in plan.read)
+
+    named = [e for var in PROFILER_VARS for e in re.split(r"[:\s]+", environ.get(var, "")) if os.path.isabs(e)]
+    folders = [e if os.path.isdir(e) else os.path.dirname(e) for e in named if os.path.exists(e)]
+    folders += [os.path.dirname(f) for f in _mapped_files(maps) if not readable(f) and os.path.isfile(f)]
+    trees: list[str] = []
+    for folder in _existing(folders):
+        trees.append(folder)
+        for up in list(Path(folder).parents)[:3]:
+            if (up / "ncu").is_file():
+                trees.append(str(up))
+                break
+    return [t for t in _existing(trees) if not readable(t)]
+
+
+def for_profiled_process(plan: SandboxPlan, environ: dict[str, str], maps: str | None = None) -> SandboxPlan:
+    """In the worker, before the plan is applied: a profiled worker may also read the profiler's trees
+    (`profiler_trees`; ncu set up this process, and no candidate code has run in it yet). `maps`: this
+    process's /proc/self/maps, read when not given."""
+    if not plan.profiler_ports:
+        return plan
+    if maps is None:
+        try:
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+                maps = f.read()
+        except OSError:
+            maps = ""
+    extra = profiler_trees(plan, environ, maps)
+    return plan.model_copy(update={"read": [*plan.read, *extra]}) if extra else plan
 
 
 def for_profiler(plan: SandboxPlan, ncu: str, ports: tuple[int, int]) -> SandboxPlan:
