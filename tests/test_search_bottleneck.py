@@ -213,3 +213,59 @@ def test_a_tile_grown_fourfold_is_offered_with_twice_the_warps_too_and_a_tile_ca
     changes = {c.change for c in p._candidates(w, state_key(w.assignment))}
     assert {"block_m 256 → 128, then block_n 128 → 256"} & changes or \
         {"block_n 128 → 256, then block_m 256 → 128"} & changes
+
+
+# --- one step per knob first, in tl.dot kernels --------------------------------------------------------------
+
+def far(analysis, parts) -> list[str]:
+    """The parts that move a tile or warps by more than ×2 or ÷2, or stages by more than one."""
+    out = []
+    for part in parts:
+        knob, value = part.split("=", 1)
+        k = analysis.knobs.get(knob)
+        if k is None or not value.isdigit():  # a structural change (launch order) or a string knob
+            continue
+        if k.kind in ("block", "num_warps") and int(value) not in (2 * k.value, k.value // 2):
+            out.append(part)
+        if k.kind == "num_stages" and abs(int(value) - k.value) != 1:
+            out.append(part)
+    return out
+
+
+def test_a_dot_kernel_gets_one_step_moves_while_any_is_left_and_far_jumps_after():
+    # live on the H200 matmul, 13 of 25 rounds moved a knob by more than one step: 2 won, 7 were 2-4x slower
+    base = baseline("matmul")
+    p = SearchProposer(seed=0)
+    p.propose(context(1, base, base, "compute"))
+    analysis = p._analyze(base)
+    candidates = p._favoured_first(p._candidates(analysis, state_key(analysis.assignment)))
+    local = p._local_first(analysis, candidates)
+    assert any(far(analysis, c.parts) for c in candidates)  # far jumps are offered...
+    assert local and not [c.change for c in local if far(analysis, c.parts)]  # ...after every one-step move
+    # one-step moves include the coupled ones: a tile doubled with its warps
+    assert any(len(c.parts) == 2 and kinds_of(analysis, c.parts) == {"block", "num_warps"} for c in local)
+
+    # driven through the rounds: every proposal is one step per knob until those run out, then far ones come
+    p = SearchProposer(seed=1)
+    jumps = []
+    for r in range(1, 80):
+        proposal = p.propose(context(r, base, base, "compute"))
+        if proposal is None:
+            break
+        pending = p.pending[str(r)]
+        jumps.append(bool(far(analysis, pending["parts"])))
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.3, latency=1.3,
+                            incumbent_latency=1.0))
+    first_far = jumps.index(True)
+    assert first_far >= len(local) - 1 and not any(jumps[:first_far])
+
+
+def test_an_elementwise_kernel_keeps_its_far_jumps():
+    # vector_add's best block is 32 times its start: a block size is not a tile of a product
+    base = baseline("vector_add")
+    p = SearchProposer(seed=0)
+    p.propose(context(1, base, base, "memory"))
+    analysis = p._analyze(base)
+    candidates = p._candidates(analysis, state_key(analysis.assignment))
+    assert p._local_first(analysis, candidates) == candidates
+    assert any(far(analysis, c.parts) for c in candidates)
