@@ -204,7 +204,7 @@ def test_a_source_that_breaks_the_policy_is_not_profiled(vector_add, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_session_profiles_each_accepted_version_and_the_agent_hears_it(tmp_path):
+def test_the_session_profiles_the_baseline_and_each_accepted_version_and_the_agent_hears_it(tmp_path):
     from kernel_tui.core.events import ProfileEvent
     from kernel_tui.core.session import Session
     from tests.test_tui_support import CANDIDATES, RecordingReplay
@@ -220,7 +220,9 @@ def test_the_session_profiles_each_accepted_version_and_the_agent_hears_it(tmp_p
     accepted = [ln for ln in ws.trajectory() if ln.accepted]
     profiled = [e for e in events if isinstance(e, ProfileEvent)]
     assert accepted, "the replayed candidates should include an accepted one"
-    assert [e.record.commit for e in profiled] == [ln.commit for ln in accepted]
+    # the baseline at preflight (what later versions are compared with), then each accepted version
+    assert [e.record.commit for e in profiled] == [ws.baseline.hexsha] + [ln.commit for ln in accepted]
+    assert profiled[0].round == 0 and stored(ws, ws.baseline.hexsha) is not None
     for ln in accepted:
         assert (ws.root / ln.evaluation_dir / "profile.json").exists()  # type: ignore[operator]
         assert stored(ws, ln.commit).round == ln.round  # type: ignore[union-attr]

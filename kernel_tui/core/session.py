@@ -148,6 +148,10 @@ class Session:
             timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline",
                                                trusted=pytorch)
             self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
+            # the baseline is the first version kept: its profile is what every later one is compared with
+            # (the profile view's "against the baseline"), and its bottleneck steers the first rounds
+            if stored_profile(self.ws, self.ws.baseline.hexsha) is None:
+                self.profile_version(self.ws.baseline.hexsha)
         self.ws.write_json("preflight.json", pre)
         self.on_event(PreflightEvent(preflight=pre,
                                      text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}"))
@@ -279,7 +283,7 @@ class Session:
         """Profile one version with Nsight Compute (each accepted one, and on demand). Where this machine
         cannot profile, the reason is said once and None returned; the run goes on without profiles."""
         if self.profiles_off() is None:
-            where = f"round {round_no}" if round_no else sha[:8]
+            where = f"round {round_no}" if round_no else "the baseline" if sha == self.ws.baseline.hexsha else sha[:8]
             self._log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
             try:
                 record = self.profiler.profile(sha)
