@@ -13,8 +13,7 @@
 #                  is not in this repository; .kernelbench/ is git-ignored, name it in the call's carry):
 #                    kernel-tui import kernelbench KernelBench/level1/1_Square_matrix_multiplication_.py \
 #                      --out .kernelbench/kb_gemm --baseline bench/candidates/kb_square_gemm_triton.py
-#                  TASK=.kernelbench/kb_gemm TORCH_SIDES="bench/candidates/kb_square_gemm_torch.py
-#                    bench/candidates/kb_square_gemm_torch_tf32.py"
+#                  TASK=.kernelbench/kb_gemm TORCH_SIDES=bench/candidates/kb_square_gemm_torch.py
 #   PART=scaling   bench/gpu_scaling.py over every visible GPU (a two-GPU machine)
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; LIMIT=${LIMIT:-420}; PART=${PART:-profiles}

@@ -1,7 +1,9 @@
 """A plain Triton starting point for KernelBench level 1 problem 1 (C = A @ B, fp32 N×N), as a launch file for
 `kernel-tui import kernelbench … --baseline`: one output tile per program in row-major order, the same
 naive schedule as the matmul fixture's baseline, so that the built-in search has knobs to move. Its tl.dot
-runs fp32 inputs as TF32 on tensor cores (Triton's default); the task's tolerances decide if that passes."""
+computes in full fp32 (input_precision="ieee"): Triton's default, TF32 on the tensor cores, misses the task's
+fp32 tolerance (KernelBench's, 1e-4) by far at N = 4096 (measured on an H200: every element off, by up to
+0.75 on values near 1000), as cuBLAS would with TF32 allowed. The yardstick is torch.matmul in fp32."""
 
 import torch
 import triton
@@ -29,7 +31,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.con
         mask_k = k_idx < N
         a = tl.load(a_ptr + offs_m[:, None] * N + k_idx[None, :], mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         b = tl.load(b_ptr + k_idx[:, None] * N + offs_n[None, :], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, input_precision="ieee")
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc, mask=mask_m[:, None] & mask_n[None, :])
 
 
