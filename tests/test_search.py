@@ -381,7 +381,7 @@ def test_a_tile_of_tl_dot_is_also_offered_with_its_warps_or_stages_moved_with_it
     p = SearchProposer(seed=0)
     base = baseline("matmul")
     analysis = p._analyze(base)
-    p._register(analysis)
+    p.model.register(analysis)
     candidates = p._candidates(analysis, state_key(analysis.assignment))
     pairs = [c for c in candidates if len(c.parts) == 2]
     assert pairs, "coupled moves are offered beside the single steps"

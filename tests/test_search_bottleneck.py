@@ -136,11 +136,11 @@ def test_an_older_saved_state_without_kinds_or_turned_down_steps_still_loads_and
         pending.pop("bottleneck", None)
     fresh = SearchProposer(seed=0)
     fresh.restore(json.loads(json.dumps(old)))
-    assert fresh.kinds == {} and fresh.turned_down == {}
+    assert fresh.model.kinds == {} and fresh.turned_down == {}
     for r in range(6, 12):
         assert fresh.propose(context(r, base, base, "compute")) is not None
         no_effect(fresh, r)
-    assert fresh.kinds and fresh.dot_knobs  # filled again from the sources it analysed
+    assert fresh.model.kinds and fresh.model.dot_knobs  # filled again from the sources it analysed
     assert fresh.state()["version"] == 2
 
 
@@ -159,41 +159,40 @@ LIVE_MATMUL = [((64, 64, 32, 4, 2), 427), ((64, 256, 32, 16, 2), 454), ((16, 64,
 def matmul_model(rows) -> tuple[SearchProposer, Callable[..., dict]]:
     p = SearchProposer(seed=0)
     a = analyze(baseline("matmul"))
-    p._register(a)
+    p.model.register(a)
 
     def assignment(m: int, n: int, k: int, w: int, s: int) -> dict:
         return {**a.assignment, **dict(zip(MATMUL.values(), (m, n, k, w, s)))}
 
     base_us = rows[0][1]
     for cfg, us in rows:
-        p.samples.append([assignment(*cfg), math.log(base_us / us)])
-    p._model = None
+        p.model.add(assignment(*cfg), math.log(base_us / us))
     return p, assignment
 
 
 def test_num_warps_16_much_slower_on_a_64x64_tile_does_not_condemn_num_warps_8_on_a_128x128_tile():
     p, at = matmul_model(LIVE_MATMUL)
     incumbent = at(128, 128, 32, 4, 4)
-    mean, sd = p._predict(at(128, 128, 32, 8, 4), incumbent)
+    mean, sd = p.model.predict(at(128, 128, 32, 8, 4), incumbent)
     assert mean > -0.05 and mean + 0.5 * sd > 0.1  # still worth a try, even at the greedy end of a run
     # where it was measured, the measurement stands
-    mean16, sd16 = p._predict(at(64, 64, 32, 16, 2), at(64, 64, 32, 4, 2))
+    mean16, sd16 = p.model.predict(at(64, 64, 32, 16, 2), at(64, 64, 32, 4, 2))
     assert mean16 < -0.8 and sd16 < 0.1
     # block_k 64 was 9% slower on 64x64 with 2 stages: on 128x128 with 4 it is open again
-    mean64, sd64 = p._predict(at(128, 128, 64, 4, 4), incumbent)
+    mean64, sd64 = p.model.predict(at(128, 128, 64, 4, 4), incumbent)
     assert mean64 + 0.5 * sd64 > 0
 
 
 def test_a_tile_knob_reads_other_tiles_only_in_a_kernel_with_tl_dot():
     p, at = matmul_model(LIVE_MATMUL[:3])
-    assert p._tiled() == set(MATMUL.values())
-    terms = p._terms(at(128, 64, 32, 8, 2), p._tiled())
+    assert p.model.tiled() == set(MATMUL.values())
+    terms = p.model.terms(at(128, 64, 32, 8, 2), p.model.tiled())
     warps = {t[2:] for t in terms if t[0] == MATMUL["w"] and len(t) > 2}
     assert warps == {(MATMUL["M"], "128"), (MATMUL["N"], "64"), (MATMUL["K"], "32")}
     assert not [t for t in terms if t[0] == MATMUL["s"] and len(t) > 2]  # the reference value: no pair
     va = SearchProposer(seed=0)
-    va._register(analyze(baseline("vector_add")))
-    assert va._tiled() == set()  # an elementwise block couples weakly with its warps
+    va.model.register(analyze(baseline("vector_add")))
+    assert va.model.tiled() == set()  # an elementwise block couples weakly with its warps
 
 
 # --- coupled tile moves ----------------------------------------------------------------------------------------
@@ -201,7 +200,7 @@ def test_a_tile_grown_fourfold_is_offered_with_twice_the_warps_too_and_a_tile_ca
     p = SearchProposer(seed=0)
     base = baseline("matmul")
     a = p._analyze(base)
-    p._register(a)
+    p.model.register(a)
     changes = {c.change for c in p._candidates(a, state_key(a.assignment))}
     # the H200 sweep's best needs block_n 256 with 8 warps; live, only 16 came with it
     assert {"block_n 64 → 256, then num_warps 4 → 8", "block_n 64 → 256, then num_warps 4 → 16"} <= changes
@@ -209,7 +208,7 @@ def test_a_tile_grown_fourfold_is_offered_with_twice_the_warps_too_and_a_tile_ca
     wide = base.replace("BLOCK_M = 64", "BLOCK_M = 256").replace("BLOCK_N = 64", "BLOCK_N = 128") \
         .replace("num_warps=4", "num_warps=8")
     w = p._analyze(wide)
-    p._register(w)
+    p.model.register(w)
     changes = {c.change for c in p._candidates(w, state_key(w.assignment))}
     assert {"block_m 256 → 128, then block_n 128 → 256"} & changes or \
         {"block_n 128 → 256, then block_m 256 → 128"} & changes

@@ -19,12 +19,8 @@ Learning. Every tried (s, a, s', r) stays in a replay memory and the Q table is 
 the Max-Q backup over it. A pair is never proposed twice, so choosing needs estimates of *untried*
 pairs: Q̂(s, a) = max(m, γ · V̂(s')), with m = L(s) + Δ̂ the predicted reward of s' and V̂(s') the learned
 value of s' when it was visited, else m plus the best predicted next step from s'. Δ̂ comes from a
-small Bayesian linear model of log speedup over the knob values (one weight per knob value, adjacent
-values of a numeric knob smoothed together, so that a good BLOCK_SIZE makes its neighbours look
-promising), fitted to every evaluated candidate; knob values that failed before are penalised. In a kernel
-with tl.dot the tile knobs and their partners (block, num_warps, num_stages) also have a weight per
-value beside each other block knob's value, and share only a small part across tiles: num_warps 16
-measured 2.7 times slower on a 64x64 tile says little about num_warps 8 on a 128x128 one.
+small Bayesian linear model of log speedup over the knob values, fitted to every evaluated candidate
+(`search_model`); knob values that failed before are penalised.
 Untried pairs start optimistic (plus κ × the model's standard deviation, κ shrinking over the run),
 and exploration moves over the run (step / budget_hint) from ε-greedy to Boltzmann to greedy.
 
@@ -55,10 +51,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
+from kernel_tui.core.proposers.search_model import TILE_KINDS, ValueModel
 from kernel_tui.core.proposers.transforms import Action, Analysis, analyze, source_hash
 from kernel_tui.core.records import ProposerInfo
 
@@ -66,24 +61,6 @@ FAILED_REWARD = -1.0  # log(T_old / T_new) of a candidate that did not pass: as 
 REJECTED_BY_PERSON_REWARD = -0.5
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
 STATE_VERSION = 2  # 2: knob kinds and the steps turned down per bottleneck (older states load with none)
-
-# The value model (log-speedup units): observation noise, prior spread of a knob value's effect,
-# prior spread of the difference between adjacent values of a numeric knob.
-NOISE_SD = 0.05
-EFFECT_SD = 0.3
-SMOOTH_SD = 0.3
-ANCHOR_SD = 1e-3  # a knob's first-seen value is the reference (effect 0)
-# Kinds whose best value depends on the tile beside them, in a kernel with tl.dot (a larger tile wants more
-# warps; fewer stages of it fit): besides its shared weight (spread SHARED_SD, not EFFECT_SD), each value has
-# one weight per value of each other block knob (spread CONTEXT_SD). An effect measured on one tile is then
-# mostly put down to that tile, and carries to another the less, the more of the tile's dimensions differ:
-# of num_warps 16 measured 2.7 times slower on 64x64x32, about a third carries to 128x128x32 (one dimension
-# alike), and num_warps 8 there stays worth a try. The matmul replay over the H200 tables took a median of
-# 8.5 evaluations with these pairwise weights, 17.5 with one weight per whole tile (of which nothing carries
-# once any dimension moves).
-TILE_KINDS = {"block", "num_warps", "num_stages"}
-CONTEXT_SD = 0.3
-SHARED_SD = 0.1
 
 # Exploration over the run: ε-greedy, then Boltzmann, then greedy.
 EPSILON = (0.3, 0.1)
@@ -95,8 +72,8 @@ PHASES = (1 / 3, 2 / 3)
 # bytes in flight and kinder caching; compute-bound: tiles, pipelining and warps; latency-bound: more work
 # in flight per SM. Steps of only these kinds are the candidates while any is left (a prior alone lost to
 # the optimism every untried step gets: 6 of 25 rounds of the live H200 matmul went to load hints); after
-# that, BOTTLENECK_PRIOR, small beside what one measurement teaches (NOISE_SD), favours the steps with more
-# favoured parts (a two-step proposal with one).
+# that, BOTTLENECK_PRIOR, small beside what one measurement teaches (search_model.NOISE_SD), favours the steps
+# with more favoured parts (a two-step proposal with one).
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
     "memory": {"block", "eviction_policy", "cache_modifier", "num_warps"},
@@ -186,19 +163,14 @@ class SearchProposer(Proposer):
         self.tried_pairs: set[str] = set()
         self.tried_sources: set[str] = set()
         self.bottleneck: str | None = None  # the incumbent's, when last told (ProposerContext.bottleneck)
-        self.kinds: dict[str, str] = {}  # knob -> its kind (Knob.kind)
-        self.dot_knobs: set[str] = set()  # knobs of sources whose kernels call tl.dot
         # bottleneck -> steps (action keys) of kinds it does not favour that the gate turned down under it
         self.turned_down: dict[str, list[str]] = {}
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
-        self.samples: list[list] = []  # [assignment, L] of every measured program
-        self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
-        self.numeric: dict[str, bool] = {}
         self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
         self.rejected: dict[str, list[list[str]]] = {}  # state key -> the atomic steps of each rejected proposal
         # round (as text: JSON keys) -> the step proposed in it, until its feedback; several in a batch
         self.pending: dict[str, dict] = {}
-        self._model: tuple | None = None
+        self.model = ValueModel()  # Δ̂: knob kinds and values, and the measured programs
         self._analyses: dict[str, Analysis] = {}
 
     # --- the Proposer interface -----------------------------------------------------------------------
@@ -209,11 +181,10 @@ class SearchProposer(Proposer):
         if not self.levels:  # the baseline (or the first Triton version after a PyTorch one): L = 0
             anchor = context.best_source if context.baseline_language == "pytorch" else context.baseline_source
             base = self._analyze(anchor)
-            self._register(base)
+            self.model.register(base)
             key = state_key(base.assignment)
             self.levels[key] = 0.0
-            self.samples.append([base.assignment, 0.0])
-            self._model = None
+            self.model.add(base.assignment, 0.0)
         self.tried_sources.add(source_hash(context.baseline_source))
         self.tried_sources.add(source_hash(context.best_source))
         if context.bottleneck != self.bottleneck and context.bottleneck is not None:
@@ -221,12 +192,12 @@ class SearchProposer(Proposer):
             self.on_activity(f"the incumbent is {context.bottleneck}-bound: trying {kinds} knobs first")
         self.bottleneck = context.bottleneck
         analysis = self._analyze(context.best_source)
-        self._register(analysis)
+        self.model.register(analysis)
         s = analysis.assignment
         skey = state_key(s)
         level = self.levels.get(skey)
         if level is None:  # a best the search did not make (a person's edit, a restore)
-            level = self._predict(s)[0]
+            level = self.model.predict(s)[0]
 
         candidates = self._local_first(analysis, self._favoured_first(self._candidates(analysis, skey)))
         if not candidates:
@@ -280,17 +251,15 @@ class SearchProposer(Proposer):
         if feedback.edited_source is not None:  # the measurement is of the person's program, not ours
             if passed:
                 edited = self._analyze_source(feedback.edited_source)
-                self._register(edited)
-                self.samples.append([edited.assignment, level + r])
+                self.model.register(edited)
+                self.model.add(edited.assignment, level + r)
                 self.levels.setdefault(state_key(edited.assignment), level + r)
-                self._model = None
             return
         s2key = state_key(pending["s2"])
         if passed:
-            self.samples.append([pending["s2"], level + r])
+            self.model.add(pending["s2"], level + r)
             if feedback.accepted or s2key not in self.levels:
                 self.levels[s2key] = level + r
-            self._model = None
         self.transitions.append({"s": pending["s"], "a": pending["a"], "s2": s2key, "r": level + r, "step": r})
         self._backup()
 
@@ -309,15 +278,15 @@ class SearchProposer(Proposer):
             "tried_pairs": sorted(self.tried_pairs),
             "tried_sources": sorted(self.tried_sources),
             "levels": self.levels,
-            "samples": self.samples,
-            "domains": self.domains,
-            "numeric": self.numeric,
+            "samples": self.model.samples,  # the model's parts (ValueModel.from_state reads them back)
+            "domains": self.model.domains,
+            "numeric": self.model.numeric,
             "outcomes": self.outcomes,
             "rejected": self.rejected,
             "pending": self.pending,
             "bottleneck": self.bottleneck,
-            "kinds": self.kinds,
-            "dot_knobs": sorted(self.dot_knobs),
+            "kinds": self.model.kinds,
+            "dot_knobs": sorted(self.model.dot_knobs),
             "turned_down": self.turned_down,
         }
         return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
@@ -339,19 +308,14 @@ class SearchProposer(Proposer):
         self.tried_pairs = set(state.get("tried_pairs") or [])
         self.tried_sources = set(state.get("tried_sources") or [])
         self.levels = dict(state.get("levels") or {})
-        self.samples = [list(x) for x in state.get("samples") or []]
-        self.domains = {k: list(v) for k, v in (state.get("domains") or {}).items()}
-        self.numeric = dict(state.get("numeric") or {})
         self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
         self.rejected = {k: [list(parts) for parts in v] for k, v in (state.get("rejected") or {}).items()}
         saved = state.get("pending") or {}
         # a state written before batches held one step, not one per round
         self.pending = {str(saved.get("round", 0)): saved} if "s" in saved else dict(saved)
         self.bottleneck = state.get("bottleneck")
-        self.kinds = dict(state.get("kinds") or {})  # before version 2: filled again as sources are analysed
-        self.dot_knobs = set(state.get("dot_knobs") or [])
         self.turned_down = {k: list(v) for k, v in (state.get("turned_down") or {}).items()}
-        self._model = None
+        self.model = ValueModel.from_state(state)
 
     # --- candidates ---------------------------------------------------------------------------------------
     def _analyze(self, source: str) -> Analysis:
@@ -383,14 +347,14 @@ class SearchProposer(Proposer):
                     middle = self._analyze(analysis.apply(first))
                 except ValueError:
                     continue
-                self._register(middle)
+                self.model.register(middle)
                 out += self._steps(middle, skey, first, seen=seen)
             if out:
                 return out
         return out
 
     def _kinds_of(self, parts: tuple[str, ...] | list[str]) -> set[str]:
-        return {self.kinds.get(p.split("=", 1)[0], "") for p in parts}
+        return {self.model.kinds.get(p.split("=", 1)[0], "") for p in parts}
 
     def _local_first(self, analysis: Analysis, candidates: list[_Candidate]) -> list[_Candidate]:
         """In a kernel with tl.dot, the candidates whose every part moves a tile, warp or stage knob by one
@@ -407,7 +371,7 @@ class SearchProposer(Proposer):
 
     def _one_step(self, current: dict, part: str) -> bool:
         knob, _, raw = part.partition("=")
-        kind, old = self.kinds.get(knob, ""), current.get(knob)
+        kind, old = self.model.kinds.get(knob, ""), current.get(knob)
         if kind not in TILE_KINDS or not isinstance(old, int) or not raw.lstrip("-").isdigit() or old <= 0:
             return True
         new = int(raw)
@@ -459,7 +423,7 @@ class SearchProposer(Proposer):
                 middle = self._analyze(analysis.apply(tile))
             except ValueError:
                 continue
-            self._register(middle)
+            self.model.register(middle)
             out += self._steps(middle, skey, tile, seen, only=functools.partial(_couples, ratio=ratio))
         return out
 
@@ -491,33 +455,10 @@ class SearchProposer(Proposer):
             seen.add(h)
             after = analysis.assignment_after(action)
             if action.kind == "launch_order":
-                self._register(self._analyze(source))
+                self.model.register(self._analyze(source))
             change = action.change if first is None else f"{first.change}, then {action.change}"
             out.append(_Candidate(key=key, parts=parts, change=change, source=source, after=after))
         return out
-
-    def _register(self, analysis: Analysis) -> None:
-        dot = any(k.has_dot for k in analysis.kernels.values())
-        for kid, knob in analysis.knobs.items():
-            if self.kinds.get(kid) != knob.kind or (dot and kid not in self.dot_knobs):
-                self.kinds[kid] = knob.kind
-                if dot:
-                    self.dot_knobs.add(kid)
-                self._model = None
-            values = self.domains.get(kid)
-            if values is None:  # the first value seen is the reference
-                values = self.domains[kid] = [knob.value]
-                self.numeric[kid] = knob.numeric
-                self._model = None
-            for v in (knob.value, *knob.domain):
-                if v not in values:
-                    values.append(v)
-                    self._model = None
-            if knob.numeric:
-                ref = values[0]
-                values.sort()
-                values.remove(ref)
-                values.insert(0, ref)
 
     # --- values -----------------------------------------------------------------------------------------
     def _backup(self) -> None:
@@ -540,96 +481,13 @@ class SearchProposer(Proposer):
                 break
         self.q = q
 
-    def _tiles(self) -> set[str]:
-        return {k for k in self.dot_knobs if self.kinds.get(k) == "block"}
-
-    def _tiled(self) -> set[str]:
-        """The knobs whose effect the model reads per tile: of a tile kind, in a source with tl.dot, beside
-        another block knob. (An elementwise block couples weakly with its warps, see `_coupled`; read per
-        block, every warp count was tried again on each new block: the vector_add replay took a median of 14
-        evaluations instead of 10.)"""
-        tiles = self._tiles()
-        return {k for k in self.dot_knobs if self.kinds.get(k) in TILE_KINDS and tiles - {k}}
-
-    def _terms(self, assignment: dict, tiled: set[str]) -> set[tuple[str, ...]]:
-        """The model's features an assignment switches on: each knob's value, and for a tiled knob its value
-        beside each other block knob's value. A knob's reference value has no such pair: its effect is 0 on
-        every tile, which leaves a tile's own effect to the block weights."""
-        terms: set[tuple[str, ...]] = {(kid, json.dumps(v)) for kid, v in assignment.items()}
-        tiles = self._tiles()
-        for kid, v in assignment.items():
-            values = self.domains.get(kid)
-            if kid in tiled and values and v != values[0]:
-                terms.update((kid, json.dumps(v), b, json.dumps(assignment[b])) for b in tiles - {kid} if b in assignment)
-        return terms
-
-    def _fit(self) -> tuple:
-        if self._model is not None:
-            return self._model
-        tiled = self._tiled()
-        index: dict[tuple[str, ...], int] = {}
-        for kid, values in self.domains.items():
-            for v in values:
-                index[(kid, json.dumps(v))] = len(index)
-        sample_terms = [(self._terms(assignment, tiled), float(level)) for assignment, level in self.samples]
-        for terms, _ in sample_terms:
-            for t in sorted(terms):
-                if len(t) > 2 and t not in index:
-                    index[t] = len(index)
-        n = len(index)
-        prior = np.array([1 / CONTEXT_SD**2 if len(t) > 2 else 1 / (SHARED_SD if t[0] in tiled else EFFECT_SD)**2
-                          for t in index])
-        precision = np.diag(prior)
-        for kid, values in self.domains.items():
-            ref = index[(kid, json.dumps(values[0]))]
-            precision[ref, ref] += 1 / ANCHOR_SD**2
-            if self.numeric.get(kid):
-                ordered = sorted(values)
-                for a, b in zip(ordered, ordered[1:]):
-                    i, j = index[(kid, json.dumps(a))], index[(kid, json.dumps(b))]
-                    precision[i, i] += 1 / SMOOTH_SD**2
-                    precision[j, j] += 1 / SMOOTH_SD**2
-                    precision[i, j] -= 1 / SMOOTH_SD**2
-                    precision[j, i] -= 1 / SMOOTH_SD**2
-        rhs = np.zeros(n)
-        for terms, level in sample_terms:
-            idx = sorted(index[t] for t in terms if t in index)
-            precision[np.ix_(idx, idx)] += 1 / NOISE_SD**2
-            rhs[idx] += level / NOISE_SD**2
-        cov = np.linalg.inv(precision)
-        self._model = (index, cov @ rhs, cov, tiled)
-        return self._model
-
-    def _predict(self, assignment: dict, base: dict | None = None) -> tuple[float, float]:
-        """Mean and standard deviation of L(assignment) (or of its difference to L(base)). A knob value beside
-        a tile value no measured program had adds its prior spread: nothing is known of that pair yet."""
-        index, w, cov, tiled = self._fit()
-        plus = self._terms(assignment, tiled)
-        minus = self._terms(base, tiled) if base is not None else set()
-        idx, sign, unseen = [], [], 0
-        for terms, sgn in ((plus - minus, 1.0), (minus - plus, -1.0)):
-            for t in sorted(terms):  # a fixed order: the same sums in a resumed process
-                if t in index:
-                    idx.append(index[t])
-                    sign.append(sgn)
-                else:
-                    unseen += len(t) > 2
-        x = np.array(sign)
-        mean = float(x @ w[idx]) if idx else 0.0
-        var = float(x @ cov[np.ix_(idx, idx)] @ x) if idx else 0.0
-        return mean, math.sqrt(max(0.0, var) + unseen * CONTEXT_SD**2)
-
-    def _mean(self, assignment: dict) -> float:
-        index, w, _, tiled = self._fit()
-        return float(sum(w[index[t]] for t in sorted(self._terms(assignment, tiled)) if t in index))
-
     def _penalty(self, akey: str) -> float:
         passed, failed = self.outcomes.get(akey, (0, 0))
         return FAILED_REWARD * failed / (passed + failed) if failed else 0.0
 
     def _score(self, analysis: Analysis, s: dict, level: float, c: _Candidate) -> tuple[float, float]:
         """(Q̂(s, a), the model's standard deviation for the optimism bonus)."""
-        delta, sd = self._predict(c.after, s)
+        delta, sd = self.model.predict(c.after, s)
         m = level + delta + sum(self._penalty(p) for p in c.parts) + self._bottleneck_prior(analysis, c)
         known = self.q.get(state_key(c.after))
         if known:
@@ -651,16 +509,16 @@ class SearchProposer(Proposer):
         """The best predicted one-knob step from s2 (the lookahead of the Max-Q target), among the knobs
         the step did not change: changing those again is another action from s, valued on its own."""
         before = analysis.violations(s2)
-        here = self._mean(s2)
+        here = self.model.mean(s2)
         best = -math.inf
         for kid, cur in s2.items():
-            if kid in changed or cur not in self.domains.get(kid, ()):
+            if kid in changed or cur not in self.model.domains.get(kid, ()):
                 continue
-            for v in self.domains[kid]:
+            for v in self.model.domains[kid]:
                 if v == cur:
                     continue
                 after = {**s2, kid: v}
-                gain = self._mean(after) - here + self._penalty(f"{kid}={v}")
+                gain = self.model.mean(after) - here + self._penalty(f"{kid}={v}")
                 if gain > best and analysis.allowed(after, before):
                     best = gain
         return best
