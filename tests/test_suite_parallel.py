@@ -35,6 +35,12 @@ def verdicts(suite: SuiteResult) -> list[tuple]:
     return rows
 
 
+def reasons(*results: SuiteResult) -> list[str]:
+    """Every round's reason, to say why two runs' verdicts differ (CPU timings under load can)."""
+    return [f"{t.task} round {ln.round}: {ln.status} {ln.accepted} {ln.reason}" for suite in results
+            for t in suite.tasks for ln in Workspace.open(Path(t.workspace)).trajectory()]
+
+
 def counts(suite: SuiteResult) -> list[tuple]:
     return [(s.side, s.total, s.unmeasured, s.fast_p[0].plain) for s in suite.summaries]
 
@@ -67,7 +73,7 @@ def test_a_parallel_suite_stops_and_resumes_to_the_sequential_results(suites):
     assert suites["stopped"] is None and sum(suites["pending"].values()) >= 1  # a round committed, not judged
     assert sequential is not None and resumed is not None
     assert [t.task for t in resumed.tasks] == [GOOD, BAD]  # task order, not the order they ended in
-    assert verdicts(resumed) == verdicts(sequential)
+    assert verdicts(resumed) == verdicts(sequential), reasons(resumed, sequential)
     assert counts(resumed) == counts(sequential)
     saved = SuiteResult.model_validate_json((suites["opts"].out / "suite.json").read_text())
     assert saved.tasks == resumed.tasks
@@ -95,7 +101,7 @@ def test_a_dask_cluster_runs_the_same_suite(suites):
         suite = SuiteRunner(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}")).run()
     assert suite is not None
     assert [t.task for t in suite.tasks] == [GOOD, BAD]
-    assert verdicts(suite) == verdicts(suites["sequential"])
+    assert verdicts(suite) == verdicts(suites["sequential"]), reasons(suite, suites["sequential"])
     assert counts(suite) == counts(suites["sequential"])
     assert any(f"{GOOD}: task 1/2: {GOOD} on worker tcp://" in line for line in lines)  # lines come back from workers
     assert (opts.out / "suite-report.md").is_file() and (opts.out / "results" / f"{GOOD}.json").is_file()
