@@ -3,7 +3,7 @@
 naive schedule as the matmul fixture's baseline, so that the built-in search has knobs to move. Its tl.dot
 computes in full fp32 (input_precision="ieee"): Triton's default, TF32 on the tensor cores, misses the task's
 fp32 tolerance (KernelBench's, 1e-4) by far at N = 4096 (measured on an H200: every element off, by up to
-0.75 on values near 1000), as cuBLAS would with TF32 allowed. The yardstick is torch.matmul in fp32."""
+0.75 on values near 1000). The yardstick is torch.matmul in fp32, TF32 off (PyTorch's default)."""
 
 import torch
 import triton
