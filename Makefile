@@ -10,8 +10,11 @@ STAMP := $(VENV)/.installed
 run: $(STAMP)
 	$(VENV)/bin/kernel-tui fixtures/vector_add --device auto
 
+# Tests marked `alone` compare gate verdicts between runs on CPU timings: they run after the others, with
+# no second test process loading the cores beside them.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=15 -m "not alone"
+	$(PY) -m pytest -q -m alone
 
 # What the code claims, checked: lint, types, and that the engine imports no front end.
 check: $(STAMP)
