@@ -241,8 +241,8 @@ def _section_profiles(r: RunRecords) -> list[str]:
     columns = list(profile_table_row(shown[0][1]))
     out = ["## Profiles", "",
            "Nsight Compute, one call of each version at the benchmark shape (the baseline at the start and every "
-           "accepted version when it is accepted; others on demand). DRAM, SM and tensor figures are % of peak; the top stall is "
-           "its share of all warp-stall cycles.", "",
+           "accepted version when it is accepted; others on demand). DRAM, SM and tensor figures are % of peak; "
+           "the top stall is its share of all warp-stall cycles.", "",
            "| version | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
     baseline = r.lines[0].incumbent_commit if r.lines else None  # what round 1 was judged against
     for sha, profile in shown:

@@ -7,7 +7,7 @@ import sys
 import types
 
 from kernel_tui.core.evaluator.sandbox.models import SandboxPlan
-from kernel_tui.core.evaluator.sandbox.plan import _which
+from kernel_tui.core.evaluator.sandbox.plan import _which, under
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 # audit events that change the filesystem, and which of their arguments are paths
@@ -20,10 +20,6 @@ EXEC_EVENTS = {"subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.
 
 
 STDLIB = os.path.dirname(os.__file__) + os.sep
-
-
-def _under(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 class Guard:
@@ -94,14 +90,14 @@ class Guard:
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
         if writing:
             self._write("write to", path)
-        elif not _under(real, self.readable) and real != "/dev" and self._from_candidate():
+        elif not under(real, self.readable) and real != "/dev" and self._from_candidate():
             # only the candidate's own reads are named: libraries probe optional files (package metadata,
             # say), and the kernel refuses those quietly either way
             self._record("sandbox-read", f"read of {path} — outside what an evaluation needs")
 
     def _write(self, what: str, path: str) -> None:
         real = os.path.realpath(path)
-        if not _under(real, self.plan.write) and not _under(real, self.plan.devices):
+        if not under(real, self.plan.write) and not under(real, self.plan.devices):
             self._record("sandbox-write", f"{what} {path} — only the worker's own folder is writable")
 
     def _exec(self, event: str, args: tuple) -> None:

@@ -39,6 +39,11 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def under(path: str, roots: list[str]) -> bool:
+    """Whether `path` is one of `roots` or inside one (by path text: both sides already resolved)."""
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def _which(name: str) -> str | None:
     found = shutil.which(name)
     return os.path.realpath(found) if found else None
@@ -169,12 +174,9 @@ def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> lis
     each with the install tree above it that holds the profiler (a folder within three levels holding an
     `ncu`). ncu loads its counter library from there only after the sandbox is in force: without read
     access, it reports LibraryNotLoaded (measured on an H200 with ncu 2025.3.1)."""
-    def readable(path: str) -> bool:
-        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in plan.read)
-
     named = [e for var in PROFILER_VARS for e in re.split(r"[:\s]+", environ.get(var, "")) if os.path.isabs(e)]
     folders = [e if os.path.isdir(e) else os.path.dirname(e) for e in named if os.path.exists(e)]
-    folders += [os.path.dirname(f) for f in _mapped_files(maps) if not readable(f) and os.path.isfile(f)]
+    folders += [os.path.dirname(f) for f in _mapped_files(maps) if not under(f, plan.read) and os.path.isfile(f)]
     trees: list[str] = []
     for folder in _existing(folders):
         trees.append(folder)
@@ -182,7 +184,7 @@ def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> lis
             if (up / "ncu").is_file():
                 trees.append(str(up))
                 break
-    return [t for t in _existing(trees) if not readable(t)]
+    return [t for t in _existing(trees) if not under(t, plan.read)]
 
 
 def for_profiled_process(plan: SandboxPlan, environ: dict[str, str], maps: str | None = None) -> SandboxPlan:
