@@ -37,7 +37,9 @@ if {mode!r} == "refuse":  # ncu refusing its command line: a console line, no lo
     sys.exit(1)
 if {mode!r} == "hang":
     time.sleep(3600)
-code = subprocess.call(target)
+perfworks = os.path.join(os.path.dirname({calls!r}), "ncu-perfworks")  # where ncu says its counter library is
+os.makedirs(perfworks, exist_ok=True)
+code = subprocess.call(target, env=dict(os.environ, NV_COMPUTE_PROFILER_PERFWORKS_DIR=perfworks))
 worker_result = os.path.join(os.path.dirname(log), "result.json")
 if {lacks!r} and {lacks!r} in metrics:
     with open(log, "w") as f:
@@ -109,6 +111,8 @@ def test_a_version_is_profiled_in_the_worker_under_ncu_and_stored_beside_it(vect
     if ev._sandbox is not None:  # ncu and its worker ran in a private network: loopback alone
         assert Path(f"{calls}.net").read_text() == "lo"
         assert "the profiler's private loopback" in " ".join(record_sandbox(ev))
+        # the worker may read the folder ncu named for its counter library, and says so
+        assert f"reads the profiler's folders: {(tmp_path / 'ncu-perfworks').resolve()}" in record_sandbox(ev)
     # stored: a git note on the commit, and a file under profiles/ (no round made the baseline)
     assert json.loads(ws.repo.git.notes("--ref", PROFILES_REF, "show", ws.baseline.hexsha))["status"] == "ok"
     assert (ws.root / "profiles" / f"{ws.baseline.hexsha}.json").exists()

@@ -421,6 +421,24 @@ def test_a_profiled_plan_adds_the_profilers_trees_named_in_its_environment_or_ma
     assert for_profiled_process(plan, {"CUDA_INJECTION64_PATH": "relative/lib.so:/no/such/lib.so"}, maps="") == plan
 
 
+def test_a_profilers_tree_may_hold_spaces_and_never_widens_to_a_shared_folder(tmp_path):
+    from kernel_tui.core.evaluator.sandbox import for_profiled_process
+
+    (tmp_path / "NVIDIA").mkdir()  # beside the install folder: what a split at the space would open
+    tree, target = fake_profiler_tree(tmp_path / "NVIDIA Nsight")
+    plan = SandboxPlan(read=[], write=[str(tmp_path / "work")], profiler_ports=(49152, 64))
+    expected = [*plan.read, str(target), str(tree)]
+    assert for_profiled_process(plan, {"NV_COMPUTE_PROFILER_PERFWORKS_DIR": str(target)}, maps="").read == expected
+    maps = f"7f0000-7f1000 r-xp 00000000 00:1f 42    {target}/libnvperf_target.so\n"
+    assert for_profiled_process(plan, {}, maps=maps).read == expected
+    # the root, a personal or shared folder, or a folder above what the worker writes: never opened whole
+    (tmp_path / "lib.so").write_text("")
+    for env in ({"NV_COMPUTE_PROFILER_PERFWORKS_DIR": "/"}, {"LD_PRELOAD": "/tmp /home"},
+                {"CUDA_INJECTION64_PATH": str(tmp_path / "lib.so")}, {"LD_PRELOAD": str(Path.home())}):
+        assert for_profiled_process(plan, env, maps="") == plan, env
+    assert for_profiled_process(plan, {}, maps=f"7f0000-7f1000 r-xp 00000000 00:1f 42 {tmp_path}/lib.so\n") == plan
+
+
 READS_PROFILER_TREE = r"""
 import json, os, sys
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, apply, for_profiled_process

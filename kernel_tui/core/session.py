@@ -150,7 +150,8 @@ class Session:
             self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
             # the baseline is the first version kept: its profile is what every later one is compared with
             # (the profile view's "against the baseline"), and its bottleneck steers the first rounds
-            if stored_profile(self.ws, self.ws.baseline.hexsha) is None:
+            found = stored_profile(self.ws, self.ws.baseline.hexsha)
+            if found is None or found.status != "ok":  # a failed one (a preflight cut short, say) is retaken
                 self.profile_version(self.ws.baseline.hexsha)
         self.ws.write_json("preflight.json", pre)
         self.on_event(PreflightEvent(preflight=pre,

@@ -438,6 +438,9 @@ def _confine(req: WorkerRequest) -> tuple[SandboxReport, Guard | None]:
         return SandboxReport(missing=["the sandbox was switched off (KERNEL_TUI_SANDBOX=0)"]), None
     plan = for_profiled_process(req.sandbox, dict(os.environ))
     report = apply(plan)
+    widened = plan.read[len(req.sandbox.read):]
+    if widened:  # said, so that a profiled worker's reads can be audited
+        report = report.model_copy(update={"active": [*report.active, "reads the profiler's folders: " + ", ".join(widened)]})
     guard = Guard(plan)
     guard.install()
     return report, guard

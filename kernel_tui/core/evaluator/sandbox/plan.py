@@ -41,7 +41,8 @@ def _package_dir(name: str) -> Path | None:
 
 def under(path: str, roots: list[str]) -> bool:
     """Whether `path` is one of `roots` or inside one (by path text: both sides already resolved)."""
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+    path = os.path.normpath(path)
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in map(os.path.normpath, roots))
 
 
 def _which(name: str) -> str | None:
@@ -158,14 +159,25 @@ def for_worker(plan: SandboxPlan, workdir: Path) -> SandboxPlan:
 
 
 # Where a profiler names the folders it loads libraries from into the process it starts: Nsight Compute's
-# counter library folder, the loader's preload list and the CUDA (and NVTX) injection variables.
-PROFILER_VARS = ("NV_COMPUTE_PROFILER_PERFWORKS_DIR", "LD_PRELOAD", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")
+# counter library folder, the CUDA (and NVTX) injection variables (one path each) and the loader's preload
+# list (paths separated by colons or spaces, as the loader reads it).
+PROFILER_VARS = ("NV_COMPUTE_PROFILER_PERFWORKS_DIR", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")
+PRELOAD_VAR = "LD_PRELOAD"
+# Folders a profiler's tree never widens to, nor to any folder above them: what other processes and users
+# keep there is none of the worker's business (a stray variable or mapping must not open them).
+NEVER_WIDENED = ("/tmp", "/var/tmp", "/dev/shm", "/home", "/root")
 
 
 def _mapped_files(maps: str) -> list[str]:
-    """The files mapped into a process, from its /proc/PID/maps text."""
-    return list(dict.fromkeys(parts[-1] for ln in maps.splitlines()
-                              if len(parts := ln.split()) >= 6 and parts[-1].startswith("/")))
+    """The files mapped into a process, from its /proc/PID/maps text (a path may hold spaces; a deleted
+    file's path may now name another file, so it is left out)."""
+    files = (parts[5] for ln in maps.splitlines() if len(parts := ln.split(maxsplit=5)) == 6)
+    return list(dict.fromkeys(f for f in files if f.startswith("/") and not f.endswith(" (deleted)")))
+
+
+def _too_broad(folder: str, plan: SandboxPlan) -> bool:
+    """A folder that holds (or is) what the worker may write, or a shared or personal folder: never read whole."""
+    return any(under(inside, [folder]) for inside in [*plan.write, *NEVER_WIDENED, str(Path.home())])
 
 
 def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> list[str]:
@@ -174,7 +186,8 @@ def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> lis
     each with the install tree above it that holds the profiler (a folder within three levels holding an
     `ncu`). ncu loads its counter library from there only after the sandbox is in force: without read
     access, it reports LibraryNotLoaded (measured on an H200 with ncu 2025.3.1)."""
-    named = [e for var in PROFILER_VARS for e in re.split(r"[:\s]+", environ.get(var, "")) if os.path.isabs(e)]
+    named = [environ.get(var, "").strip() for var in PROFILER_VARS]
+    named = [e for e in [*named, *re.split(r"[:\s]+", environ.get(PRELOAD_VAR, ""))] if os.path.isabs(e)]
     folders = [e if os.path.isdir(e) else os.path.dirname(e) for e in named if os.path.exists(e)]
     folders += [os.path.dirname(f) for f in _mapped_files(maps) if not under(f, plan.read) and os.path.isfile(f)]
     trees: list[str] = []
@@ -184,7 +197,7 @@ def profiler_trees(plan: SandboxPlan, environ: dict[str, str], maps: str) -> lis
             if (up / "ncu").is_file():
                 trees.append(str(up))
                 break
-    return [t for t in _existing(trees) if not under(t, plan.read)]
+    return [t for t in _existing(trees) if not under(t, plan.read) and not _too_broad(t, plan)]
 
 
 def for_profiled_process(plan: SandboxPlan, environ: dict[str, str], maps: str | None = None) -> SandboxPlan:
