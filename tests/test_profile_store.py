@@ -299,3 +299,22 @@ def test_a_failed_retake_does_not_replace_a_good_profile(vector_add, tmp_path):
     retake = profiler.profile(ws.baseline.hexsha)
     assert retake.status == "failed"
     assert stored(ws, ws.baseline.hexsha).status == "ok"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_a_failed_baseline_profile_is_taken_again_at_preflight(tmp_path):
+    # a preflight cut short after its profile failed (ncu killed, say) left a failed record behind
+    from kernel_tui.core.session import Session
+    from tests.test_tui_support import CANDIDATES, RecordingReplay
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
+    save(ws, ProfileRecord(commit=ws.baseline.hexsha, status="failed", reason="ncu was killed", shape="main",
+                           created="2025-01-02T03:04:05+00:00"))
+    session = Session(ws, ev, RecordingReplay(CANDIDATES), max_steps=1, cancel=threading.Event())
+    ncu, calls = fake_ncu(tmp_path, "vector_add.log")
+    gpu_profiler(ws, ev, ncu)
+    session.preflight()
+    again = stored(ws, ws.baseline.hexsha)
+    assert calls.exists() and again is not None and again.status == "ok", again
+    ev.close()
