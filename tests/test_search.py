@@ -443,3 +443,35 @@ def test_a_candidate_whose_kernels_spill_is_skipped_before_any_round_is_spent_on
     everything_spills.on_activity = checked.append
     assert everything_spills.propose(ProposerContext(round=1, best_source=base, baseline_source=base, history=[]))
     assert len(checked) == MAX_RESOURCE_CHECKS  # bounded: after that the pick stands (the gate will judge it)
+
+
+def test_when_every_one_step_move_spills_the_search_goes_on_with_the_far_ones():
+    # in a tl.dot kernel one-step moves come first; when the compiler says each of the last few spills,
+    # what is left is the far moves, not "nothing more to propose"
+    from kernel_tui.core.evaluator.kernel_facts import KernelFacts
+
+    base = baseline("matmul")
+    p = SearchProposer(seed=0)
+
+    def context(r: int) -> ProposerContext:
+        return ProposerContext(round=r, best_source=base, baseline_source=base, history=[], bottleneck="compute")
+
+    def local_moves() -> list:
+        a = p._analyze(base)
+        return p._local_first(a, p._favoured_first(p._candidates(a, state_key(a.assignment))))
+
+    r = 0
+    while len(local := local_moves()) > 2 or not all(p._one_step(p._analyze(base).assignment, part)
+                                                     for c in local for part in c.parts):
+        r += 1
+        assert r < 60, "the one-step moves should run low within the budget"
+        assert p.propose(context(r)) is not None
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.3, latency=1.3,
+                            incumbent_latency=1.0))
+    spill = {c.source for c in local}
+    p.resources = lambda src: [KernelFacts(name="matmul_kernel", spills=40 if src in spill else 0, blocks_per_sm=1)]
+    said: list[str] = []
+    p.on_activity = said.append
+    prop = p.propose(context(r + 1))
+    assert prop is not None and prop.source not in spill
+    assert sum(s.startswith("skipped before timing:") for s in said) == len(local)

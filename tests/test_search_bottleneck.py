@@ -255,8 +255,29 @@ def test_a_dot_kernel_gets_one_step_moves_while_any_is_left_and_far_jumps_after(
         jumps.append(bool(far(analysis, pending["parts"])))
         p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.3, latency=1.3,
                             incumbent_latency=1.0))
-    first_far = jumps.index(True)
-    assert first_far >= len(local) - 1 and not any(jumps[:first_far])
+    assert True in jumps, "far jumps should come once the one-step moves are spent"
+    # every one-step move first: those left after round 1 above, and that round's own (one step too)
+    assert jumps.index(True) == len(local) + 1
+
+
+def test_an_elementwise_kernel_beside_a_dot_kernel_keeps_its_far_jumps():
+    # one source, two kernels: the matmul's tiles move one step at a time, the elementwise block does not
+    base = baseline("matmul")
+    ew = baseline("vector_add")
+    kernel = ew[ew.index("@triton.jit"):ew.index("def launch")]
+    source = base.replace("\n@triton.jit", "\nBLOCK_SIZE = 256\n\n\n" + kernel + "\n@triton.jit", 1)
+    source = source.replace("        num_stages=2,\n    )\n", "        num_stages=2,\n    )\n"
+                            "    add_kernel[(triton.cdiv(M * N, BLOCK_SIZE),)](c, c, c, M * N, BLOCK_SIZE=BLOCK_SIZE)\n")
+    p = SearchProposer(seed=0)
+    p.propose(context(1, source, source, "compute"))
+    analysis = p._analyze(source)
+    assert {n: k.has_dot for n, k in analysis.kernels.items()} == {"add_kernel": False, "matmul_kernel": True}
+    local = p._local_first(analysis, p._candidates(analysis, state_key(analysis.assignment)))
+    moves = {c.change for c in local if len(c.parts) == 1}
+    assert {"block_size 256 → 8192", "num_warps 4 → 1 (add_kernel)"} <= moves  # the elementwise kernel's jumps
+    matmul_far = [c.change for c in local
+                  if far(analysis, [p for p in c.parts if "BLOCK_SIZE" not in p and "add_kernel" not in p])]
+    assert not matmul_far  # the matmul's own knobs: one step at a time
 
 
 def test_an_elementwise_kernel_keeps_its_far_jumps():

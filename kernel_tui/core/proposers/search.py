@@ -199,14 +199,17 @@ class SearchProposer(Proposer):
         if level is None:  # a best the search did not make (a person's edit, a restore)
             level = self.model.predict(s)[0]
 
-        candidates = self._local_first(analysis, self._favoured_first(self._candidates(analysis, skey)))
-        if not candidates:
-            self.pending.pop(str(context.round), None)
-            return None
-        scores = [self._score(analysis, s, level, c) for c in candidates]
-        chosen = candidates[self._choose(scores)]
         checks = 0
-        while self.resources is not None and checks < MAX_RESOURCE_CHECKS:
+        while True:
+            # built again after each skip: the skipped pick is tried now, and when it was the last one-step
+            # (or favoured) move, the wider set is what is left, not nothing
+            candidates = self._local_first(analysis, self._favoured_first(self._candidates(analysis, skey)))
+            if not candidates:
+                self.pending.pop(str(context.round), None)
+                return None
+            chosen = candidates[self._choose([self._score(analysis, s, level, c) for c in candidates])]
+            if self.resources is None or checks >= MAX_RESOURCE_CHECKS:
+                break
             problem = resource_problem(self.resources(chosen.source))
             if problem is None:
                 break
@@ -216,12 +219,6 @@ class SearchProposer(Proposer):
             self._mark_tried(skey, chosen)
             for part in chosen.parts:
                 self.outcomes.setdefault(part, [0, 0])[1] += 1
-            index = candidates.index(chosen)
-            del candidates[index], scores[index]
-            if not candidates:
-                self.pending.pop(str(context.round), None)
-                return None
-            chosen = candidates[self._choose(scores)]
         self._mark_tried(skey, chosen)
         self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
                                             "level": level, "round": context.round, "bottleneck": self.bottleneck}
@@ -362,7 +359,7 @@ class SearchProposer(Proposer):
         mostly lose, and by much: of a live H200 matmul's 25 rounds (2026-12-01), 13 moved a knob further;
         2 won (by 5% and 4%), 7 were 1.9 to 4.2 times slower. One step first, the matmul replay over the
         H200 sweep needs at most 13 evaluations (23 before). Elementwise kernels keep every jump
-        (vector_add's best block is 32 times its start)."""
+        (vector_add's best block is 32 times its start), also beside a tl.dot kernel in one source."""
         if not any(k.has_dot for k in analysis.kernels.values()):
             return candidates
         current = analysis.assignment
@@ -372,7 +369,7 @@ class SearchProposer(Proposer):
     def _one_step(self, current: dict, part: str) -> bool:
         knob, _, raw = part.partition("=")
         kind, old = self.model.kinds.get(knob, ""), current.get(knob)
-        if kind not in TILE_KINDS or not isinstance(old, int) or not raw.lstrip("-").isdigit() or old <= 0:
+        if knob not in self.model.dot_knobs or kind not in TILE_KINDS or not isinstance(old, int) or not raw.lstrip("-").isdigit() or old <= 0:
             return True
         new = int(raw)
         return abs(new - old) == 1 if kind == "num_stages" else new in (2 * old, old // 2)

@@ -41,7 +41,7 @@ class ValueModel:
 
     def __init__(self) -> None:
         self.kinds: dict[str, str] = {}  # knob -> its kind (Knob.kind)
-        self.dot_knobs: set[str] = set()  # knobs of sources whose kernels call tl.dot
+        self.dot_knobs: set[str] = set()  # tiles and launch options of kernels that call tl.dot
         self.domains: dict[str, list] = {}  # knob -> its values (numeric knobs sorted), first = reference
         self.numeric: dict[str, bool] = {}
         self.samples: list[list] = []  # [assignment, L] of every measured program
@@ -60,11 +60,10 @@ class ValueModel:
 
     def register(self, analysis: Analysis) -> None:
         """Record the knobs of an analysed source: their kinds, and their values (the first seen is the reference)."""
-        dot = any(k.has_dot for k in analysis.kernels.values())
         for kid, knob in analysis.knobs.items():
-            if self.kinds.get(kid) != knob.kind or (dot and kid not in self.dot_knobs):
+            if self.kinds.get(kid) != knob.kind or (knob.dot and kid not in self.dot_knobs):
                 self.kinds[kid] = knob.kind
-                if dot:
+                if knob.dot:
                     self.dot_knobs.add(kid)
                 self._fitted = None
             values = self.domains.get(kid)

@@ -138,7 +138,7 @@ class KnobFamilies:
                 domain = tuple(v for v in domain if v <= value)
             if value not in domain:
                 domain = tuple(sorted({*domain, value}))
-            self.knobs[kid] = Knob(id=kid, kind=kind, label=name.lower(), value=value, domain=domain)
+            self.knobs[kid] = Knob(id=kid, kind=kind, label=name.lower(), value=value, domain=domain, dot=dot)
             self._editors[kid] = _replace((self.text.start(node), self.text.end(node)))
 
     # --- launch options -----------------------------------------------------------------------------
@@ -169,7 +169,8 @@ class KnobFamilies:
                         return [insert_keyword(self.text, c, f"{o}={new}")]
 
                     self._editors[kid] = insert
-                self.knobs[kid] = Knob(id=kid, kind=opt, label=opt, value=value, domain=domain, where=where)
+                self.knobs[kid] = Knob(id=kid, kind=opt, label=opt, value=value, domain=domain, where=where,
+                                       dot=k.has_dot)
 
     # --- loads: eviction policy and cache modifier --------------------------------------------------------
     def _load_knobs(self) -> None:

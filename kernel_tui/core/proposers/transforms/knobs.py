@@ -54,6 +54,7 @@ class Knob:
     domain: tuple  # the values it may take (the assignment's constraints come on top)
     numeric: bool = True
     where: str = ""  # " (loop 1 of k)" where the label alone is ambiguous
+    dot: bool = False  # a tile of, or a launch option of, a kernel that calls tl.dot
 
 
 @dataclass(frozen=True)
