@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernel_tui.core.evaluator.kernel_facts import DeviceLimits, KernelFacts, facts_of, occupancy
+from kernel_tui.core.evaluator.kernel_facts import DeviceLimits, FirstShapes, KernelFacts, facts_of, occupancy
 from kernel_tui.core.proposers.base import Feedback
 from kernel_tui.core.proposers.llm_tools import verdict_result
 from kernel_tui.core.records import TrajectoryLine
@@ -51,6 +51,24 @@ def test_facts_are_read_from_triton_caches_through_autotuner_wrappers():
     assert spilled.blocks_per_sm == 2 and spilled.limited_by == "registers"  # 96 × 32 = 3072/warp: 21 warps
     text = spilled.summary()
     assert text == "add_kernel, 96 regs (8 spilled), 48.0 KiB shared, 8 warps, 3 stages, occupancy 25% (2 blocks/SM, registers)"
+
+
+def test_each_variant_is_named_by_the_shape_it_was_first_compiled_for():
+    # a ragged correctness shape gets a variant of its own (sizes not divisible by 16): its spills are not
+    # the timed variant's
+    cache: dict = {}
+    jit = SimpleNamespace(device_caches={0: (cache, {}, "target", "be")})
+    shapes = FirstShapes({"matmul_kernel": jit})
+    cache["main"] = compiled("matmul_kernel", 128, 0, 65536, 8, 3)
+    shapes.note("main")
+    shapes.note("aligned")  # ran the same variant: nothing new to name
+    cache["ragged"] = compiled("matmul_kernel", 255, 74, 49152, 8, 3)
+    shapes.note("ragged")
+    shapes.note("main")  # a shape noted again does not take a variant over
+    facts = facts_of({"matmul_kernel": jit}, HOPPER, shapes)
+    assert [(f.shape, f.spills) for f in facts] == [("main", 0), ("ragged", 74)]
+    assert facts[1].summary().startswith("matmul_kernel [shape ragged], 255 regs (74 spilled)")
+    assert [f.shape for f in facts_of({"matmul_kernel": jit}, HOPPER)] == [None, None]  # nothing noted
 
 
 def test_missing_facts_leave_the_occupancy_out():

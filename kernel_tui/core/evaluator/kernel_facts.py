@@ -41,9 +41,10 @@ class KernelFacts(BaseModel):
     blocks_per_sm: int | None = None
     occupancy: float | None = None  # resident warps / the SM's maximum
     limited_by: str | None = None  # threads, registers, shared memory or blocks
+    shape: str | None = None  # the task shape this variant was first compiled for (each shape may get its own)
 
     def summary(self) -> str:
-        parts = [self.name]
+        parts = [self.name + (f" [shape {self.shape}]" if self.shape else "")]
         if self.registers is not None:
             parts.append(f"{self.registers} regs" + (f" ({self.spills} spilled)" if self.spills else ""))
         if self.shared_bytes is not None:
@@ -95,23 +96,43 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def facts_of(kernels: dict[str, Any], limits: DeviceLimits) -> list[KernelFacts]:
-    """Facts of every compiled variant of the named kernel objects (a module's @triton.jit functions)."""
+def _variants(kernels: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(name, compiled kernel) for every compiled variant of the named kernel objects, in compile order."""
+    return [(name, compiled) for name, obj in sorted(kernels.items())
+            for fn in _jit_functions(obj) for compiled in _compiled(fn)]
+
+
+class FirstShapes:
+    """Which task shape each compiled variant was first compiled for. Triton compiles a kernel again for
+    arguments it specialises differently (sizes divisible by 16 or not, a stride of 1), so a ragged
+    correctness shape can get a variant the timed shape never runs: noted after each shape's first call."""
+
+    def __init__(self, kernels: dict[str, Any]) -> None:
+        self.kernels = kernels
+        self.first: dict[int, str] = {}  # id of the compiled kernel (alive as long as its cache) -> shape
+
+    def note(self, shape: str) -> None:
+        for _, compiled in _variants(self.kernels):
+            self.first.setdefault(id(compiled), shape)
+
+
+def facts_of(kernels: dict[str, Any], limits: DeviceLimits, shapes: FirstShapes | None = None) -> list[KernelFacts]:
+    """Facts of every compiled variant of the named kernel objects (a module's @triton.jit functions),
+    each with the shape it was first compiled for where `shapes` noted one."""
     out: list[KernelFacts] = []
-    for name, obj in sorted(kernels.items()):
-        for fn in _jit_functions(obj):
-            for compiled in _compiled(fn):
-                meta = compiled.metadata
-                regs, warps = _int(getattr(compiled, "n_regs", None)), _int(getattr(meta, "num_warps", None))
-                shared = _int(getattr(meta, "shared", None))
-                facts = KernelFacts(name=str(getattr(meta, "name", name) or name), registers=regs,
-                                    spills=_int(getattr(compiled, "n_spills", None)), shared_bytes=shared,
-                                    num_warps=warps, num_stages=_int(getattr(meta, "num_stages", None)))
-                if regs is not None and warps:
-                    blocks, occ, limiter = occupancy(regs, warps, shared or 0, limits)
-                    facts = facts.model_copy(update={"blocks_per_sm": blocks, "occupancy": occ, "limited_by": limiter})
-                if facts not in out:
-                    out.append(facts)
+    for name, compiled in _variants(kernels):
+        meta = compiled.metadata
+        regs, warps = _int(getattr(compiled, "n_regs", None)), _int(getattr(meta, "num_warps", None))
+        shared = _int(getattr(meta, "shared", None))
+        facts = KernelFacts(name=str(getattr(meta, "name", name) or name), registers=regs,
+                            spills=_int(getattr(compiled, "n_spills", None)), shared_bytes=shared,
+                            num_warps=warps, num_stages=_int(getattr(meta, "num_stages", None)),
+                            shape=shapes.first.get(id(compiled)) if shapes else None)
+        if regs is not None and warps:
+            blocks, occ, limiter = occupancy(regs, warps, shared or 0, limits)
+            facts = facts.model_copy(update={"blocks_per_sm": blocks, "occupancy": occ, "limited_by": limiter})
+        if facts not in out:
+            out.append(facts)
     return out
 
 

@@ -10,6 +10,7 @@ runner reports those.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -18,6 +19,7 @@ import time
 import traceback
 from pathlib import Path
 
+from kernel_tui.core.evaluator.kernel_facts import FirstShapes
 from kernel_tui.core.evaluator.memory import (
     MAX_LEVEL,
     SMALLEST,
@@ -210,6 +212,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         return WorkerResult(status=Status.compile_error, reason=f"the candidate defines no callable {spec.entrypoint}", environment=env)
     kernels = _kernel_names(cand_module)
     interpreted = req.device == "cpu"
+    compiled_at = None if interpreted else FirstShapes({n: getattr(cand_module, n) for n in kernels})
     seconds["load"] = time.perf_counter() - t0
 
     cases: list[CaseResult] = []
@@ -252,6 +255,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 t_call = time.perf_counter()
                 candidate(*probe.args())  # compiles: a blocked stream must not wait on the compiler
                 sync()
+                _note_shape(compiled_at, first_case.name)
                 seconds["first_call"] = time.perf_counter() - t_call
                 step = "stream-order check"
                 # the probe's own buffers are the evaluator's; only the candidate's calls are its own
@@ -298,6 +302,7 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                     return result
                 if k == 0 and "first_call" not in seconds:
                     seconds["first_call"] = time.perf_counter() - t_call
+                _note_shape(compiled_at, case.name)
                 if recorder.forbidden and req.enforce_policy:
                     return fail(Status.policy_violation, f"torch-compute: host code ran {recorder.forbidden[0]} ({what})")
                 try:
@@ -311,12 +316,13 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
         s = None
         seconds["correctness"] = time.perf_counter() - t1
         if req.device == "cuda":  # every kernel the candidate launched is compiled by now
-            facts = _kernel_facts(cand_module, kernels)
+            facts = _kernel_facts(compiled_at)
 
     if req.profile:
         done = _profiled_call(req, spec, candidate, plan_for, stale, fail, candidate_failed, seconds, t0, env)
         if done.status is Status.ok and req.device == "cuda":  # compiled by the warm-up: what the compiler made
-            done = done.model_copy(update={"kernels": _kernel_facts(cand_module, kernels)})
+            _note_shape(compiled_at, spec.timing_shape(req.device).name)
+            done = done.model_copy(update={"kernels": _kernel_facts(compiled_at)})
         return done
 
     timing, more_timings = None, []
@@ -406,12 +412,21 @@ def _profiled_call(req: WorkerRequest, spec, candidate, plan_for, stale: bool, f
                         reason=f"{PROFILE_WARMUP + 1} calls at shape {case.name}, the last between cudaProfilerStart and Stop")
 
 
-def _kernel_facts(module, names: set[str]) -> list:
-    """The compiled facts of the module's kernels; none (never an error) where Triton keeps them elsewhere."""
+def _note_shape(shapes: FirstShapes | None, name: str) -> None:
+    if shapes is not None:
+        with contextlib.suppress(Exception):  # facts are a help, never a reason for a verdict
+            shapes.note(name)
+
+
+def _kernel_facts(shapes: FirstShapes | None) -> list:
+    """The compiled facts of the candidate's kernels, each with the shape it was first compiled for; none
+    (never an error) where Triton keeps them elsewhere."""
     from kernel_tui.core.evaluator.kernel_facts import device_limits, facts_of
 
+    if shapes is None:
+        return []
     try:
-        return facts_of({n: getattr(module, n) for n in names}, device_limits())
+        return facts_of(shapes.kernels, device_limits(), shapes)
     except Exception:  # noqa: BLE001 - facts are a help, never a reason for a verdict
         return []
 

@@ -227,7 +227,9 @@ def _section_kernels(r: RunRecords) -> list[str]:
     return _per_verdict(
         r, "Compiled kernels",
         "Registers and spills per thread, shared memory per block, warps and stages, and the occupancy they "
-        "allow on this GPU (resident warps / the SM's maximum, and what limits it); every compiled variant.",
+        "allow on this GPU (resident warps / the SM's maximum, and what limits it); every compiled variant, "
+        "with the shape it was first compiled for (Triton compiles again for sizes it specialises differently: "
+        "the timed shape's variant is the one its latency is of).",
         ["kernel"], lambda ln: [[cell(k.summary(), 200)] for k in ln.kernels])
 
 
