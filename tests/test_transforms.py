@@ -127,6 +127,25 @@ def test_unmasked_kernel_blocks_may_only_shrink():
     assert max(k.domain) == 256 and 128 in k.domain  # a power of two that divides n keeps dividing it
 
 
+def test_an_fp32_dot_written_in_ieee_precision_may_use_tf32x3_and_nothing_less_precise():
+    gemm = (Path(__file__).parents[1] / "bench" / "candidates" / "kb_square_gemm_triton.py").read_text(encoding="utf-8")
+    a = analyze(gemm)
+    knob = a.knobs["kernel:matmul_kernel:input_precision"]
+    assert (knob.value, knob.domain, knob.numeric) == ("ieee", ("ieee", "tf32x3"), False)
+    (action,) = [x for x in a.actions() if x.kind == "input_precision"]
+    assert action.change == "input_precision ieee → tf32x3 (tl.dot)"
+    changed = a.apply(action)
+    dot = 'acc = tl.dot(a, b, acc, input_precision="ieee")'
+    assert changed == gemm.replace(dot, dot.replace("ieee", "tf32x3"))
+    assert analyze(changed).knobs["kernel:matmul_kernel:input_precision"].value == "tf32x3"  # and back
+    # Triton's default (TF32 for fp32), a precision it cannot read, or plain tf32: no knob
+    for other in ('acc = tl.dot(a, b, acc)', 'acc = tl.dot(a, b, acc, input_precision=P)',
+                  'acc = tl.dot(a, b, acc, input_precision="tf32")', 'acc = tl.dot(a, b, acc, **opts)'):
+        src = gemm.replace(dot, other)
+        assert other in src and not [k for k in analyze(src).knobs if k.endswith("input_precision")], other
+    assert not [k for k in knobs(baseline("matmul")) if k.endswith("input_precision")]  # fp16: no such knob
+
+
 def test_autotuned_kernel_leaves_launch_options_to_its_configs():
     src = baseline("vector_add").replace(
         "@triton.jit", "@triton.autotune(configs=[triton.Config({}, num_warps=4)], key=['n_elements'])\n@triton.jit")

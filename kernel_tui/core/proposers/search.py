@@ -77,7 +77,7 @@ PHASES = (1 / 3, 2 / 3)
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
     "memory": {"block", "eviction_policy", "cache_modifier", "num_warps"},
-    "compute": {"block", "num_stages", "num_warps", "group", "launch_order"},
+    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision"},
     "latency": {"num_warps", "num_stages", "block", "unroll"},
 }
 

@@ -62,6 +62,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
             self._block_knobs()
             self._launch_option_knobs()
             self._load_knobs()
+            self._precision_knobs()
             self._unroll_knobs()
             self._launch_order_knobs()
             self._sanity_constraints()
@@ -139,6 +140,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
             if knob.value == "":
                 return f"{knob.kind} {new} {where}"
             return f"{knob.kind} {knob.value} → {new or 'default'} {where}"
+        if knob.kind == "input_precision":
+            where = f" (tl.dot of {knob.label})" if self._kernel_count() > 1 else " (tl.dot)"
+            return f"input_precision {knob.value} → {new}{where}"
         return f"{knob.label} {knob.value} → {new}{knob.where}"
 
     # --- discovery ------------------------------------------------------------------------------
@@ -267,6 +271,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
                         note(a, "shape")
                 if self._is_tl(n.func, "dot", "dot_scaled"):
                     k.has_dot = True
+                    if self._is_tl(n.func, "dot"):
+                        k.dots.append(n)
                 if self._is_tl(n.func, "make_block_ptr", "make_tensor_descriptor"):
                     k.unmasked = True
                 if isinstance(n.func, ast.Name) and n.func.id == "min":

@@ -15,6 +15,7 @@ from kernel_tui.core.proposers.transforms.knobs import (
     DEFAULT_NUM_STAGES,
     DEFAULT_NUM_WARPS,
     DOT_BLOCK_BOUNDS,
+    DOT_PRECISIONS,
     EVICTION_POLICIES,
     FACTORS,
     GROUP_SIZES,
@@ -201,6 +202,35 @@ class KnobFamilies:
                     return self._load_edits(k, opt, new)
 
                 self._editors[kid] = load_edits
+
+    # --- tl.dot input precision ---------------------------------------------------------------------
+    def _precision_knobs(self) -> None:
+        """A kernel whose every tl.dot says input_precision="ieee" (or "tf32x3") literally: the other of the
+        two (DOT_PRECISIONS). Never from an unwritten precision, Triton's default (TF32 for fp32 operands),
+        which is less precise than either; fp16 and bf16 operands ignore it. The correctness check decides."""
+        for k in self.kernels.values():
+            values: set[str | None] = set()
+            for call in k.dots:  # None: a precision this family cannot read or edit
+                kw = next((x for x in call.keywords if x.arg == "input_precision"), None)
+                written = kw.value.value if kw is not None and isinstance(kw.value, ast.Constant) else None
+                unpacked = any(x.arg is None for x in call.keywords)
+                values.add(written if isinstance(written, str) and not unpacked else None)
+            if len(values) != 1 or None in values or (value := values.pop()) not in DOT_PRECISIONS:
+                continue
+            kid = f"kernel:{k.name}:input_precision"
+            self.knobs[kid] = Knob(id=kid, kind="input_precision", label=k.name, value=str(value),
+                                   domain=DOT_PRECISIONS, numeric=False)
+            spans = [(self.text.start(kw.value), self.text.end(kw.value)) for call in k.dots
+                     for kw in call.keywords if kw.arg == "input_precision"]
+
+            def precision_edits(new: int | str, spans: list[tuple[int, int]] = spans) -> list[Edit]:
+                out = []
+                for s, e in spans:
+                    quote = self.text.text(s, s + 1)
+                    out.append(Edit(s, e, literal(new, quote if quote in "'\"" else '"')))
+                return out
+
+            self._editors[kid] = precision_edits
 
     def _load_edits(self, k: Kernel, opt: str, new: int | str) -> list[Edit]:
         edits = []

@@ -14,6 +14,10 @@ DEFAULT_NUM_WARPS = 4
 DEFAULT_NUM_STAGES = 3  # Triton's default on NVIDIA GPUs
 EVICTION_POLICIES = ("", "evict_first", "evict_last")
 CACHE_MODIFIERS = ("", ".cg")
+# tl.dot on fp32 operands: "ieee" multiplies in full fp32 on the FMA units; "tf32x3" splits each operand into
+# a TF32 high and low part and adds three tensor-core products, for close to fp32 error (plain "tf32", one
+# product with a 10-bit mantissa, is no precision-keeping move and is never offered)
+DOT_PRECISIONS = ("ieee", "tf32x3")
 UNROLL_FACTORS = (1, 2, 4)
 GROUP_SIZES = (1, 2, 4, 8, 16)
 DEFAULT_GROUP = 8
@@ -84,6 +88,7 @@ class Kernel:
     pipelined: bool = False  # a loop that loads: num_stages matters
     roles: dict[str, set[str]] = field(default_factory=dict)
     loads: list[ast.Call] = field(default_factory=list)
+    dots: list[ast.Call] = field(default_factory=list)  # tl.dot calls
 
 
 @dataclass
