@@ -704,3 +704,24 @@ def test_the_final_comparison_key_writes_the_summary_and_a_second_press_waits_it
     run(scenario())
     summary = json.loads((ws.root / "run_summary.json").read_text())
     assert summary["best_commit"] == Workspace.open(ws.root).best.hexsha
+
+
+def test_a_verdict_leaves_the_trajectory_row_the_person_chose(tmp_path):
+    app, _ = waiting_app(tmp_path)
+
+    async def scenario():
+        async with app.run_test(size=(160, 50)) as pilot:
+            await waiting_for_decision(pilot, 5)
+            table = app.main_screen.query_one("#trajectory-table")
+            await pilot.press("4", "up", "up")  # off the newest row, onto round 2
+            await pilot.pause()
+            assert table.selected.round == 2
+            app.controller.reject("too big")
+            await wait_until(pilot, lambda: len(table.rows_shown) == 5, 60, "the verdict's row")
+            await pilot.pause()
+            assert table.selected.round == 2  # the table was rebuilt; the person's row stays chosen
+            detail = str(app.main_screen.query_one("#trajectory-detail").render())
+            assert detail.startswith("round 2:")
+            await pilot.press("q")
+
+    run(scenario())

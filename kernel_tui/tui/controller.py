@@ -29,6 +29,7 @@ from kernel_tui.tui.messages import (
     LogLine,
     OpenFailed,
     PendingChanged,
+    ProfileTaken,
     RunStateChanged,
     ViewChanged,
 )
@@ -255,7 +256,12 @@ class Controller:
         return commit.hexsha
 
     def profile(self, rev: str) -> None:
-        """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it."""
+        """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it. Where
+        this session cannot profile, it says why and nothing pauses."""
+        off = self.session.profiles_off() if self.session is not None else None
+        if off is not None:
+            self._log(f"no profile of {rev[:8]}: {off}", "yellow")
+            return
         with self._engine_job("profile") as ready:
             if not ready:
                 return
@@ -384,6 +390,9 @@ class Controller:
             self._state(f"{e.text} — " + ("" if e.budget_spent else "w write your own · ") + "c final comparison · p report")
         elif isinstance(e, ev.BudgetEvent):
             return
+        elif isinstance(e, ev.ProfileEvent):
+            self._log(e.text)
+            self.post(ProfileTaken(e.record.commit))
         else:
             self._log(e.text, "bold" if isinstance(e, ev.FinishedEvent) else "")
 

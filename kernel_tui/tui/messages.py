@@ -82,6 +82,14 @@ class Restored(Message):
         self.commit, self.text = commit, text
 
 
+class ProfileTaken(Message):
+    """The session profiled a version (after an accept, or on demand): a profile screen showing it reloads."""
+
+    def __init__(self, commit: str) -> None:
+        super().__init__()
+        self.commit = commit
+
+
 class ProfileLoaded(Message):
     def __init__(self, view: ProfileView) -> None:
         super().__init__()

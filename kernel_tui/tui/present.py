@@ -169,6 +169,9 @@ def detail(ws: Workspace, commit: str, against: str | None, label: str) -> Versi
     profile = tuple(profile_comparison(ws, commit, against))
     if against is None:
         return VersionDetail(commit=commit, source=source, diff="(no earlier version)\n", against=label, profile=profile)
+    if against == commit:
+        return VersionDetail(commit=commit, source=source, diff=f"(this is the {label} itself)\n", against=label,
+                             profile=profile)
     diff = unified(ws.source_at(against), source, f"{label}", f"{commit[:8]}")
     return VersionDetail(commit=commit, source=source, diff=diff or "(identical)\n", against=label, profile=profile)
 
@@ -179,8 +182,13 @@ def profile_comparison(ws: Workspace, commit: str, against: str | None) -> list[
     if mine is None:
         return []
     lines = [mine.headline()]
-    other = stored_profile(ws, against) if against else None
-    if against and mine.profile is not None and other is not None and other.profile is not None:
+    if not against or against == commit or mine.profile is None:  # nothing to compare it with
+        return lines
+    other = stored_profile(ws, against)
+    if other is None or other.profile is None:
+        lines.append(f"against {against[:8]}: not compared, " + ("it was not profiled" if other is None
+                                                                 else f"it has no profile ({other.reason})"))
+    else:
         changes = compare_profiles(other.profile, mine.profile)
         lines.append(f"against {against[:8]}: " + ("; ".join(changes) if changes else "no change that matters"))
     return lines
@@ -192,20 +200,22 @@ def profile_view(ws: Workspace, commit: str, against: str | None, off: str | Non
     record = stored_profile(ws, commit)
     title = f"profile of {commit[:8]}"
     if record is None and off is not None:
-        return ProfileView(commit=commit, title=title, profiled=False, lines=(f"not profiled: {off}",))
+        return ProfileView(commit=commit, title=title, profiled=False, lines=(f"not profiled: {off}",), off=off)
     if record is None:
         return ProfileView(commit=commit, title=title, profiled=False, lines=(
             "not profiled yet — r profiles it now: one call at the benchmark shape under Nsight Compute (~10 s "
             "on a GPU; rounds pause meanwhile)",))
     if record.profile is None:
-        return ProfileView(commit=commit, title=title, profiled=False,
-                           lines=(f"no profile: {record.reason}", "r tries again"))
+        again = f"no profile can be taken here: {off}" if off is not None else "r tries again"
+        return ProfileView(commit=commit, title=title, profiled=False, lines=(f"no profile: {record.reason}", again),
+                           off=off)
     p = record.profile
     lines = [f"{record.headline()} · {record.device_name or 'GPU'} · taken {record.created}", "", *summary_lines(p)]
     if len(p.kernels) > 1:
         lines += ["", "kernels:"] + [f"  {k.name}: {fmt_latency(k.duration_s)}" for k in p.kernels]
     lines += ["", *profile_comparison(ws, commit, against)[1:]]
-    return ProfileView(commit=commit, title=f"{title} at shape {record.shape}", profiled=True, lines=tuple(lines))
+    return ProfileView(commit=commit, title=f"{title} at shape {record.shape}", profiled=True, lines=tuple(lines),
+                       off=off)
 
 
 # --- the picker ----------------------------------------------------------------------------------------

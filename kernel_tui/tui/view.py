@@ -172,6 +172,7 @@ class ProfileView:
     title: str
     lines: tuple[str, ...]
     profiled: bool  # False: not profiled yet, or no profile could be taken (the lines say why)
+    off: str | None = None  # why this session cannot profile (then r does nothing)
 
 
 @dataclass(frozen=True)

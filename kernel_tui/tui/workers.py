@@ -13,6 +13,7 @@ from textual import work
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, LogLine, ProfileLoaded, Restored
+from kernel_tui.tui.view import ProfileView
 
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
@@ -65,8 +66,14 @@ class WorkersMixin:
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile", description="profile a version")
     def run_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:
-        controller.profile(commit)
-        target.post_message(ProfileLoaded(controller.profile_view(commit, against)))
+        try:
+            controller.profile(commit)
+            view = controller.profile_view(commit, against)
+        except Exception as exc:  # the screen must not keep saying "profiling…"; the error is shown too
+            target.post_message(ProfileLoaded(ProfileView(commit=commit, title=f"profile of {commit[:8]}", profiled=False,
+                                                          lines=(f"no profile: {type(exc).__name__}: {exc}",))))
+            raise
+        target.post_message(ProfileLoaded(view))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="picker", description="find workspaces and tasks")
     def find_candidates(self, target: MessagePump) -> None:

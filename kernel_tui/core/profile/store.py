@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from kernel_tui.core.evaluator import Evaluator, Status
+from kernel_tui.core.history import origin
 from kernel_tui.core.profile.models import Profile
 from kernel_tui.core.profile.ncu import (
     ENV_VAR,
@@ -57,8 +58,12 @@ def version_round(ws: Workspace, sha: str) -> int | None:
 
 
 def stored(ws: Workspace, sha: str) -> ProfileRecord | None:
-    """The version's profile as its git note holds it (None if it was never profiled)."""
+    """The version's profile as its git note holds it (None if it was never profiled); a restore, which is
+    a copy of an earlier version, has the profile of the version it carries."""
     data = ws.read_note(PROFILES_REF, sha)
+    if data is None:
+        carried = origin(ws, ws.repo.commit(sha)).hexsha
+        data = ws.read_note(PROFILES_REF, carried) if carried != sha else None
     if data is None:
         return None
     try:

@@ -22,7 +22,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Header, RichLog
 
-from kernel_tui.tui.messages import EvalProgress, LogLine, OpenFailed, PendingChanged, RunStateChanged, ViewChanged
+from kernel_tui.tui.messages import (
+    EvalProgress,
+    LogLine,
+    OpenFailed,
+    PendingChanged,
+    ProfileTaken,
+    RunStateChanged,
+    ViewChanged,
+)
 from kernel_tui.tui.screens.modals import EditScreen, ReasonModal, same_code
 from kernel_tui.tui.widgets.charts import ImprovementChart, LatencyChart, StatusChart
 from kernel_tui.tui.widgets.footer import KeyFooter
@@ -140,6 +148,13 @@ class MainScreen(Screen):
     @on(EvalProgress)
     def _progress(self, message: EvalProgress) -> None:
         self.query_one(EvalBar).show(message.step)
+
+    @on(ProfileTaken)
+    def _profile_taken(self, message: ProfileTaken) -> None:
+        from kernel_tui.tui.screens.profile import ProfileScreen
+
+        if isinstance(self.app.screen, ProfileScreen):  # the engine's messages come here; that screen may show it
+            self.app.screen.taken(message.commit)
 
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:

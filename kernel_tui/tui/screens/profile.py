@@ -27,6 +27,7 @@ class ProfileScreen(Screen):
     def __init__(self, controller: Controller, commit: str, against: str | None = None) -> None:
         super().__init__(id="profile")
         self.controller, self.commit, self.against = controller, commit, against
+        self.off: str | None = None  # why this session cannot profile, once the view said so
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -43,12 +44,22 @@ class ProfileScreen(Screen):
         v = message.view
         if v.commit != self.commit:
             return
+        self.off = v.off
         self.query_one("#profile-box").border_title = v.title
         self.query_one("#profile-text", Static).update("\n".join(v.lines))
+
+    def taken(self, commit: str) -> None:
+        """A profile was just taken: shown if it is of this version or of the one it is compared with."""
+        if commit in (self.commit, self.against):
+            self.app.load_profile(self.controller, self, self.commit, self.against)  # type: ignore[attr-defined]
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
     def action_profile_now(self) -> None:
+        if self.off is not None:  # nothing would run: said (and logged), and the rounds are not paused for it
+            self.notify(f"no profile can be taken here: {self.off}", severity="warning")
+            self.controller.profile(self.commit)  # returns at once, with the reason in the log
+            return
         self.query_one("#profile-text", Static).update(f"profiling {self.commit[:8]}… (rounds are paused meanwhile)")
         self.app.run_profile(self.controller, self, self.commit, self.against)  # type: ignore[attr-defined]

@@ -89,6 +89,7 @@ class TrajectoryTable(DataTable):
         if rows == self.rows_shown:
             return
         follow = self.cursor_row >= len(self.rows_shown) - 1
+        kept = None if follow or self.selected is None else self.selected.round  # the row the person chose
         self.rows_shown = rows
         widths = self._columns_for(rows)
         shown = columns(rows)
@@ -98,6 +99,8 @@ class TrajectoryTable(DataTable):
             self.add_row(*cells, key=str(r.round))
         if rows and follow:
             self.move_cursor(row=len(rows) - 1)
+        elif kept is not None:  # rebuilding the table put the cursor on the first row
+            self.move_cursor(row=next((i for i, r in enumerate(rows) if r.round == kept), 0))
 
     @property
     def selected(self) -> VerdictRow | None:
