@@ -60,6 +60,33 @@ def test_the_plan_takes_as_many_sets_as_fit_and_refuses_what_cannot():
     assert "does not fit in device memory" in none.refusal() and "usable" in none.refusal()
 
 
+def test_no_retry_plan_needs_more_memory_than_the_first_and_a_refusal_adds_up():
+    # 4 GiB tensors: twice the room for the kernels used to make the smallest plan 20 GiB larger than the first
+    spec, dims = vector_add_spec(), {"rows": 65536, "cols": 32768}
+    first_need = mem.plan(spec, "big", dims, free_bytes=2**50, l2_bytes=60 * 2**20).peak_bytes(1)
+    for free in (first_need / (1 - mem.HEADROOM) * f for f in (1.0, 1.05, 1.2, 1.5, 3.0)):
+        first = mem.plan(spec, "big", dims, free_bytes=math.ceil(free), l2_bytes=60 * 2**20)
+        assert first.fits
+        for level in (1, mem.SMALLEST):
+            smaller = mem.plan(spec, "big", dims, free_bytes=math.ceil(free), l2_bytes=60 * 2**20, level=level)
+            assert smaller.fits and smaller.peak_bytes(1) <= smaller.budget_bytes, (free, level)
+    refused = mem.plan(spec, "big", dims, free_bytes=40 * mem.GiB, l2_bytes=60 * 2**20)
+    parts = (refused.set_bytes, refused.workspace_bytes, refused.flush_bytes + refused.scratch_bytes)
+    assert sum(parts) == refused.peak_bytes(1)
+    assert all(mem.gib(p) in refused.refusal() for p in (*parts, refused.peak_bytes(1)))
+
+
+def test_an_integer_inputs_fill_fits_in_the_room_the_plan_keeps():
+    # integers are drawn as int64 and converted: an int8 input briefly needs nine times its size
+    spec = vector_add_spec()
+    spec = spec.model_copy(update={"tensors": [t.model_copy(update={"dtype": "int8"}) if t.kind in ("input", "output")
+                                               else t for t in spec.tensors]})
+    dims = {"rows": 65536, "cols": 32768}  # 2 GiB per tensor
+    p = mem.plan(spec, "big", dims, free_bytes=2**50, l2_bytes=0)
+    assert mem.fill_bytes(spec, dims) == 9 * 65536 * 32768
+    assert p.workspace_bytes + p.scratch_bytes >= mem.fill_bytes(spec, dims)
+
+
 def test_a_call_many_times_the_l2_is_cold_anyway():
     spec = vector_add_spec()
     huge = mem.plan(spec, "main", {"rows": 65536, "cols": 32768}, free_bytes=140 * mem.GiB, l2_bytes=60 * 2**20)
@@ -147,6 +174,41 @@ def test_the_evaluators_own_out_of_memory_is_retried_smaller_and_never_the_candi
     assert "the evaluator ran out of memory" in res.reason
     assert len(res.memory_retries) == mem.MAX_LEVEL and ev.memory_level == mem.MAX_LEVEL
     assert "retried with a smaller memory plan (level 1)" in res.memory_retries[0]
+    ev.close()
+
+
+def test_the_evaluators_out_of_memory_at_a_shape_only_correctness_runs_is_never_the_candidates(tmp_path):
+    # the reference runs out of memory at the "large" correctness shape, which is never timed: the incumbent
+    # in the candidate's place must meet it too (it is asked with the correctness checks as well)
+    oom = "    if x.numel() == 257 * 263:\n        torch.empty(2**45, dtype=torch.uint8)\n"
+    ev = Evaluator(task_with_timed_shape(tmp_path, oom), device="cpu")
+    res = ev.evaluate(ADD_SOURCE + "\n# the same kernel, one comment more\n")
+    assert res.status is Status.evaluator_fault, res.reason
+    assert "the evaluator ran out of memory" in res.reason
+    ev.close()
+
+
+class RefusedRetry(Evaluator):
+    """Scripted workers: the evaluator runs out of memory, its smaller plan is refused (less was free by
+    then), and the incumbent in the candidate's place fits."""
+
+    def _worker_once(self, candidate, incumbent, **kw):
+        from kernel_tui.core.evaluator.models import WorkerResult
+
+        self.calls = getattr(self, "calls", 0) + 1
+        if candidate == incumbent:
+            return WorkerResult(status=Status.ok, reason="")
+        if self.calls == 1:
+            return WorkerResult(status=Status.evaluator_fault, reason="the evaluator ran out of memory at shape main")
+        return WorkerResult(status=Status.evaluator_fault, reason="shape main does not fit in device memory",
+                            retry_smaller=False)
+
+
+def test_a_refused_smaller_plan_keeps_the_fault_and_still_asks_whose_it_is(tmp_path):
+    ev = RefusedRetry(load_task(FIXTURES / "vector_add"), device="cpu", workdir=tmp_path / "eval")
+    res = ev._worker("candidate", "incumbent", correctness=True, timing=None, block=0, deadline=1e18, phase="t")
+    assert res.status is Status.runtime_error and "not with the incumbent in its place" in res.reason
+    assert "the smaller plan did not fit: shape main does not fit" in res.reason and ev.calls == 3
     ev.close()
 
 

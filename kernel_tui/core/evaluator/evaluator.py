@@ -252,9 +252,14 @@ class Evaluator:
                                     trusted=trusted)
             if res.status is Status.timeout:  # the retry ran out of time: still the evaluator's fault
                 res = fault.model_copy(update={"reason": f"{fault.reason}; the retry timed out"})
+            elif res.status is Status.evaluator_fault and not res.retry_smaller:
+                # the smaller plan was refused (less is free now): the fault stands, and whose it is is asked below
+                res = fault.model_copy(update={"reason": f"{fault.reason}; the smaller plan did not fit: {res.reason}"})
+                break
         if res.status is Status.evaluator_fault and res.retry_smaller and incumbent is not None \
                 and candidate != incumbent and not self.cancel.is_set():
-            control = self._worker_once(incumbent, incumbent, correctness=False, timing=timing, block=block,
+            # the same work (correctness too, where the fault may have been) with the incumbent in its place
+            control = self._worker_once(incumbent, incumbent, correctness=correctness, timing=timing, block=block,
                                         deadline=time.monotonic() + self.timeout, phase=phase, trusted=True)
             if control.status is Status.ok:
                 res = res.model_copy(update={"status": Status.runtime_error, "reason": (

@@ -41,7 +41,8 @@ FLUSH_MIN_BYTES = 256 * 2**20
 # One call's tensors at least this many times the L2: no rotation is needed to keep them cold.
 COLD_FACTOR = 4
 # Each retry after the evaluator ran out of memory is smaller: level 1 two sets at most, SMALLEST one set
-# without a precomputed stale answer, with twice the room for the kernels.
+# without a precomputed stale answer, with up to twice the room for the kernels (what the first plan's
+# budget leaves: no retry needs more memory than the plan it follows).
 SMALLEST = 2
 MAX_LEVEL = SMALLEST
 
@@ -87,7 +88,8 @@ class MemoryPlan(BaseModel):
         need = self.peak_bytes(1)
         return (f"shape {self.shape} does not fit in device memory: one argument set takes {gib(self.set_bytes)} "
                 f"({gib(self.call_bytes)} per call, with snapshots, poison and expected answers), plus "
-                f"{gib(self.workspace_bytes)} room for the kernels, {gib(need)} in all; {gib(self.budget_bytes)} is usable")
+                f"{gib(self.workspace_bytes)} room for the kernels and {gib(self.flush_bytes + self.scratch_bytes)} "
+                f"flush and scratch, {gib(need)} in all; {gib(self.budget_bytes)} is usable")
 
 
 def gib(n: int | float) -> str:
@@ -113,6 +115,17 @@ def set_bytes(spec: TaskSpec, dims: dict[str, int], *, stale: bool = True) -> in
     return 2 * args + 2 * guarded + answer * (2 if stale else 1)
 
 
+def fill_bytes(spec: TaskSpec, dims: dict[str, int]) -> int:
+    """The most one argument tensor's fill holds beside the tensor (harness.ArgumentSet): its values drawn as
+    float32 with one temporary, or as int64, then converted to its dtype."""
+    most = 0
+    for t in spec.tensors:
+        if t.is_argument_tensor:
+            size = DTYPE_BYTES[t.dtype]
+            most = max(most, math.prod(spec.tensor_shape(t, dims)) * (8 + (0 if t.dtype == "float32" else size)))
+    return most
+
+
 def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l2_bytes: int,
          level: int = 0) -> MemoryPlan:
     """The plan for timing `shape` with `free_bytes` of device memory free."""
@@ -121,10 +134,13 @@ def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l
     inputs = _bytes_of(spec, dims, {t.kind for t in spec.tensors if t.is_argument_tensor})
     call = inputs + _bytes_of(spec, dims, {"output"})
     one_set = set_bytes(spec, dims, stale=not smallest)
-    workspace = max(MIN_WORKSPACE, WORKSPACE_CALLS * call) * (2 if smallest else 1)
     scratch = call + CHECK_SCRATCH  # the reference's copies of the inputs and its answer, and the checks
+    # the room for the kernels is free while the sets are built: it holds a fill's temporaries too
+    workspace = max(MIN_WORKSPACE, WORKSPACE_CALLS * call, fill_bytes(spec, dims) - scratch)
     flush = max(2 * l2_bytes, FLUSH_MIN_BYTES) if l2_bytes else 0
     budget = int(free_bytes * (1 - HEADROOM))
+    if smallest:  # twice the room where the budget has it to give beyond one set
+        workspace = max(workspace, min(2 * workspace, budget - one_set - scratch - flush))
     room = budget - workspace - scratch - flush
     affordable = max(0, room // max(one_set, 1))
     # level 1: two sets at most (still rotating); SMALLEST: one, without a precomputed stale answer

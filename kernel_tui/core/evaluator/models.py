@@ -117,7 +117,9 @@ class WorkerResult(_Frozen):
     environment: Environment | None = None
     seconds: dict[str, float] = Field(default_factory=dict)  # load, correctness, timing
     sandbox: SandboxReport | None = None
-    peak_memory_bytes: int | None = None  # the most device memory PyTorch's allocator held at once (GPU only)
+    # the most device memory PyTorch's tensors took at once (max_memory_allocated; GPU only): the allocator's
+    # cache may hold more of the device than this
+    peak_memory_bytes: int | None = None
     memory_retries: list[str] = Field(default_factory=list)  # set by the caller: see EvalResult
     retry_smaller: bool = True  # an evaluator_fault a smaller memory plan may cure (not a task that cannot fit)
     kernels: list[KernelFacts] = Field(default_factory=list)  # the candidate's compiled kernels (GPU only)
