@@ -40,6 +40,7 @@ class Comparison(BaseModel):
     environment: Environment | None = None
     peak_memory_bytes: int | None = None  # the largest of its processes' (GPU only)
     memory_retries: list[str] = []  # the evaluator's own out-of-memory retries with a smaller plan
+    same_code: bool = False  # both sides are one source (the best is still, or again, the baseline): S is noise
 
 
 def summarize_run(block: TimingBlock, run: int) -> RunSummary:
@@ -83,11 +84,13 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
     paired = statistics.median(improvements)
     return Comparison(
         status=Status.ok,
-        reason=f"S = {speedup:.3f}x (median of run medians), median paired improvement {paired:+.2%} over {runs} fresh processes",
+        reason=f"S = {speedup:.3f}x (median of run medians), median paired improvement {paired:+.2%} over {runs} fresh processes"
+               + ("; both sides are the same code, so this is noise" if candidate == incumbent else ""),
         device=evaluator.device,
         timing_label=timing_label(blocks[0], env.device_name if env else ""),
         runs=summaries, speedup=speedup, median_paired_improvement=paired,
         improvement_range=(min(improvements), max(improvements)),
         launch_overhead_seconds=statistics.median(overheads) if overheads else None,
         environment=env, peak_memory_bytes=max(peaks, default=None), memory_retries=retries,
+        same_code=candidate == incumbent,
     )

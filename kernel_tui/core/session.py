@@ -420,7 +420,7 @@ class Session:
         best = current_best(self.ws)  # after a restore, the restored version and its own measurements
         if comparison.status is not Status.ok:
             warnings.append(f"final re-test failed: {comparison.reason}")
-        elif accepted and comparison.speedup is not None and comparison.speedup < 1.0:
+        elif accepted and not comparison.same_code and comparison.speedup is not None and comparison.speedup < 1.0:
             warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.speedup:.3f})")
         if self.evaluator.device == "cpu":
             warnings.append("CPU interpreter run: timings are not GPU timings")

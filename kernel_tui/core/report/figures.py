@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel_tui.core.metrics import Roof
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report.records import RunRecords, accepted_record, category, status_counts
 from kernel_tui.core.report.text import cell, format_latency
@@ -72,6 +73,21 @@ def _note_figure(path: Path, r: RunRecords, what: str, note: str) -> None:
     plt.close(fig)
 
 
+def record_line(r: RunRecords, xs: list[float]) -> tuple[list[float], list[float], str | None]:
+    """The record line of the rounds figure: x, the accepted version's latency in seconds (it changes only on
+    an accept; NaN where unknown), and a note. Where the best is now a restore, the line ends at the latency
+    of the version it carries, and the note says so."""
+    if not xs:
+        return [], [], None
+    _, record = accepted_record(r.lines)
+    rx, ry = [*xs, max(xs) + 0.5], [*record, record[-1]]
+    b = r.best
+    if b is not None and b.restored_from and b.latency is not None:
+        ry[-1] = b.latency
+        return rx, ry, f"now {b.restored_from[:8]}, restored"
+    return rx, ry, None
+
+
 def _plot_rounds(path: Path, r: RunRecords) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -80,7 +96,7 @@ def _plot_rounds(path: Path, r: RunRecords) -> None:
     plt = _pyplot()
     lines = r.lines
     xs = x_positions(lines)
-    _, record = accepted_record(lines)
+    rx, record, restored = record_line(r, xs)
     baseline, _ = r.baseline_latency()
     known = [v for v in [ln.latency for ln in lines] + record + [baseline] if v is not None and math.isfinite(v)]
     scale, unit = (1e3, "ms") if known and max(known) >= 1e-3 else (1e6, "µs")
@@ -99,10 +115,8 @@ def _plot_rounds(path: Path, r: RunRecords) -> None:
             top.scatter(px, py, marker="o", s=55, facecolors="none", edgecolors="dimgray", linewidths=1.5,
                         zorder=3, label="candidate latency — rejected (open circle)")
     if any(math.isfinite(v) for v in record):
-        rx = xs + [max(xs) + 0.5]
-        ry = [v * scale for v in record] + [record[-1] * scale]
-        top.plot(rx, ry, drawstyle="steps-post", color="tab:blue", lw=2.2, zorder=2,
-                 label="accepted version (record: changes only on accept)")
+        top.plot(rx, [v * scale for v in record], drawstyle="steps-post", color="tab:blue", lw=2.2, zorder=2,
+                 label="accepted version (record: changes only on accept" + (f"; {restored})" if restored else ")"))
     lost = [x for x, ln in zip(xs, lines) if ln.accepted and ln.latency is None]
     for i, x in enumerate(lost):
         top.axvline(x, color="tab:blue", ls=(0, (2, 3)), lw=1.2,
@@ -189,6 +203,7 @@ def _plot_timeline(path: Path, r: RunRecords) -> None:
     if span < 60:
         pad = (60 - span) / 2 / 60
         ax.set_xlim(-pad, max(xs) + pad)
+        ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= max(xs) + pad])  # no time before the first verdict
     ax.set_yticks(range(len(cats)), [label(c) for c in cats])
     ax.set_ylim(-0.7, len(cats) - 0.3)
     ax.invert_yaxis()
@@ -241,6 +256,16 @@ def _versions(r: RunRecords) -> list[tuple[str, float, bool]]:
     return out
 
 
+def roofline_points(roof: Roof, versions: list[tuple[str, float, bool]]) -> list[tuple[str, float, float, bool]]:
+    """Where each version sits in the roofline figure, (name, x, y, accepted): under a compute roof, x the
+    task's arithmetic intensity and y the achieved FLOP/s; without one, x its place in order and y the
+    achieved bytes/s in TB/s (cost-model counts over the latency)."""
+    assert roof.nbytes is not None
+    if roof.intensity is not None and roof.peak and roof.flops:
+        return [(name, roof.intensity, roof.flops / seconds, accepted) for name, seconds, accepted in versions]
+    return [(name, float(i), roof.nbytes / seconds / 1e12, accepted) for i, (name, seconds, accepted) in enumerate(versions)]
+
+
 def _plot_roofline(path: Path, r: RunRecords) -> None:
     """Every version as a point under the measured roofs: achieved FLOP/s against the task's arithmetic
     intensity (all versions share it: the cost model is the task's), or achieved bytes/s per round where
@@ -257,15 +282,16 @@ def _plot_roofline(path: Path, r: RunRecords) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     intensity = roof.intensity
-    if intensity is not None and roof.peak:
+    points = roofline_points(roof, versions)
+    if intensity is not None and roof.peak and roof.flops:
         room = _suptitle(fig, r, f"roofline: {roof.dtype} matmul peak {roof.peak / 1e12:.0f} TFLOP/s, "
                                  f"copy {roof.bandwidth / 1e12:.2f} TB/s")
         ridge = roof.peak / roof.bandwidth
         lo, hi = min(intensity, ridge) / 30, max(intensity, ridge) * 30
         xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
         ax.plot(xs, [min(roof.peak, x * roof.bandwidth) for x in xs], color="black", lw=1.5, label="roof")
-        for name, seconds, accepted in versions:
-            ax.plot(intensity, roof.flops / seconds, "*" if accepted else "o", ms=11 if accepted else 7,  # type: ignore[operator]
+        for name, x, y, accepted in points:
+            ax.plot(x, y, "*" if accepted else "o", ms=11 if accepted else 7,
                     color="goldenrod" if name == "baseline" else ("seagreen" if accepted else "gray"),
                     mfc="none" if not accepted else None, label=None)
         ax.set_xscale("log")
@@ -276,8 +302,8 @@ def _plot_roofline(path: Path, r: RunRecords) -> None:
     else:
         why = "no matmul peak measured" if roof.flops else "the cost model counts no FLOPs"
         room = _suptitle(fig, r, f"bandwidth roof {roof.bandwidth / 1e12:.2f} TB/s ({why})")
-        for i, (name, seconds, accepted) in enumerate(versions):
-            ax.plot(i, roof.nbytes / seconds / 1e12, "*" if accepted else "o", ms=11 if accepted else 7,
+        for name, x, y, accepted in points:
+            ax.plot(x, y, "*" if accepted else "o", ms=11 if accepted else 7,
                     color="goldenrod" if name == "baseline" else ("seagreen" if accepted else "gray"),
                     mfc="none" if not accepted else None)
         ax.axhline(roof.bandwidth / 1e12, color="black", lw=1.5)

@@ -91,7 +91,7 @@ def _section_environment(r: RunRecords) -> list[str]:
         out.append("(environment.json missing; taken from the final comparison)")
     if env:
         out += [f"- {k}: {cell(v if isinstance(v, (str, int, float)) else json.dumps(v), 160)}"
-                for k, v in env.items()]
+                for k, v in env.items() if v is not None]  # a CPU run has no L2 or SM count: not "null"
     else:
         out.append("- environment: not recorded")
     hw = r.hardware or {}
@@ -236,8 +236,16 @@ def _section_kernels(r: RunRecords) -> list[str]:
 def _section_profiles(r: RunRecords) -> list[str]:
     """Each profiled version's Nsight Compute figures, and what changed from one accepted version to the next."""
     rounds = {ln.commit: ln for ln in r.lines}
+    baseline = r.summary.baseline_commit if r.summary is not None else \
+        (r.lines[0].incumbent_commit if r.lines else None)  # what round 1 was judged against
+
+    def order(sha: str) -> tuple:  # the baseline, the rounds in order, then what was profiled on demand
+        if sha == baseline:
+            return (0, 0, "")
+        return (1, rounds[sha].round, "") if sha in rounds else (2, 0, r.profiles[sha].created)
+
     shown = sorted(((sha, rec.profile) for sha, rec in r.profiles.items() if rec.profile is not None),
-                   key=lambda item: rounds[item[0]].round if item[0] in rounds else -1)
+                   key=lambda item: order(item[0]))
     if not shown:
         return []
     columns = list(profile_table_row(shown[0][1]))
@@ -246,13 +254,15 @@ def _section_profiles(r: RunRecords) -> list[str]:
            "accepted version when it is accepted; others on demand). DRAM, SM and tensor figures are % of peak; "
            "the top stall is its share of all warp-stall cycles.", "",
            "| version | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
-    baseline = r.lines[0].incumbent_commit if r.lines else None  # what round 1 was judged against
     for sha, profile in shown:
         line = rounds.get(sha)
         version = (f"round {line.round}" + (" (accepted)" if line.accepted else "")) if line else \
-            ("baseline" if sha == baseline else f"`{sha[:8]}`")
+            "baseline" if sha == baseline else f"`{sha[:8]}`" + (
+                f" (restore of `{r.best.restored_from[:8]}`)" if r.best is not None and r.best.commit == sha
+                and r.best.restored_from else " (on demand)")
         out.append(f"| {version} | " + " | ".join(profile_table_row(profile).values()) + " |")
-    kept = [(sha, p) for sha, p in shown if sha not in rounds or rounds[sha].accepted]
+    # what changed, from the baseline through each accepted version (a restore changes no code)
+    kept = [(sha, p) for sha, p in shown if sha == baseline or (sha in rounds and rounds[sha].accepted)]
     changes = [(b_sha, a_sha, compare_profiles(a, b)) for (a_sha, a), (b_sha, b) in zip(kept, kept[1:])]
     notes = [f"- `{b_sha[:8]}` against `{a_sha[:8]}`: " + "; ".join(lines) for b_sha, a_sha, lines in changes if lines]
     return out + ([""] + notes if notes else []) + [""]
@@ -277,6 +287,9 @@ def _section_retest(r: RunRecords, roof: Roof) -> list[str]:
     if r.summary is not None:
         out.append(f"Best version `{r.summary.best_commit[:12]}` against the baseline "
                    f"`{r.summary.baseline_commit[:12]}`, each run a fresh process.\n")
+    if c.same_code:
+        out.append("The best version is the baseline's code: both sides ran the same kernel, and S measures "
+                   "only the noise between them.\n")
     if not r.summary_best_is_current:
         out.append(f"**Stale:** {_retest_staleness(r)}\n")
     out.append(f"- Status: {c.status.value}: {cell(c.reason, 200)}")
@@ -320,7 +333,7 @@ def _limits(r: RunRecords, roof: Roof) -> list[str]:
         notes.append("**Timings are CPU-interpreter timings, NOT GPU timings.** No conclusion about GPU "
                      "performance can be drawn from this run.")
     c = r.comparison
-    if c is not None and c.speedup is not None and c.speedup < 1:
+    if c is not None and c.speedup is not None and c.speedup < 1 and not c.same_code:
         notes.append(f"The final re-test found the best version **slower** than the baseline (S = {c.speedup:.3f}× < 1).")
     if c is not None and c.status.value != "ok":
         notes.append(f"The final re-test did not complete: {c.status.value}.")
