@@ -390,3 +390,104 @@ def test_the_agent_is_told_the_rules_the_policy_and_the_sandbox_enforce():
     assert {"attribute-not-allowed", "module-alias", "introspection"} <= rules
     assert {"attribute-not-allowed", "module-alias", "introspection", "torch-compute"} <= {r for r in rules if r in told}
     assert "sandbox_violation" in told and all(name in told for name in policy.ALLOWED_IMPORTS - {"__future__"})
+
+
+# --- what the agent hears of others, and the profile tool ------------------------------------------
+
+
+def test_the_agent_hears_of_a_round_it_did_not_make_and_of_the_incumbent_it_moved(workspace, server, key):
+    from kernel_tui.core.records import ProposerInfo
+
+    ws, ev = workspace
+    submit = tool_call("submit_candidate", {"source": GOOD, "change": "bigger blocks"})
+    server.add(reply(submit), reply(tool_call("finish", {"summary": "done"})))
+    proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    assert proposer.propose(context(ws)) is not None
+    proposer.feedback(Feedback(round=1, status="ok", accepted=False, reason="not faster: +0.1%"))
+    # the person's own candidate, round 2, is accepted while the agent waits
+    ada = ProposerInfo(kind="person", name="Ada")
+    mine = ws.commit_proposal(2, GOOD.replace("1024", "2048"), "Ada: block 2048", ada)
+    ws.record_verdict(TrajectoryLine(round=2, change="Ada: block 2048", proposer=ada, commit=mine.hexsha,
+                                     status="ok", reason="accepted: +9.0%", accepted=True, latency=9e-6))
+    ws.accept(mine)
+    ws.record_verdict(TrajectoryLine(round=1, change="bigger blocks", proposer=proposer.info, commit=ws.baseline.hexsha,
+                                     status="ok", reason="not faster: +0.1%", accepted=False))
+    assert proposer.propose(context(ws)) is None
+    sent = server.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
+    news = sent[-1]["content"]
+    assert "round 2, by person Ada: Ada: block 2048 — accepted: accepted: +9.0%" in news
+    assert f"the incumbent is now round 2 (commit {mine.hexsha[:12]}, median latency 9e-06 s)" in news
+    assert "round 1" not in news  # its own round came back as the submission's answer
+    again = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    again.restore(json.loads(json.dumps(proposer.state())))
+    assert (again.told_through, again.known_best) == (2, mine.hexsha)  # heard once, not again after a restart
+
+
+def test_a_tool_call_a_stop_cut_short_is_asked_again_not_answered(workspace, server, key):
+    ws, ev = workspace
+    check = tool_call("compile_candidate", {"source": GOOD})
+    server.add(reply(check))
+    proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    real = proposer._run_tool
+
+    def stopped_meanwhile(name, args):
+        ev.cancel.set()  # the person quits while the check runs
+        return real(name, args)
+
+    proposer._run_tool = stopped_meanwhile  # type: ignore[method-assign]
+    assert proposer.propose(context(ws)) is None
+    assert proposer.messages[-1]["role"] == "assistant" and proposer.queue == [check]
+    resumed = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    assert resumed.queue == [check]  # rebuilt from the conversation on disk: still to be answered
+
+
+def test_profile_candidate_profiles_a_round_or_the_incumbent_and_says_what_is_wrong(workspace, server, key):
+    ws, ev = workspace
+    incumbent = tool_call("profile_candidate", {})
+    missing = tool_call("profile_candidate", {"round": 9})
+    both = tool_call("profile_candidate", {"source": GOOD, "round": 1})
+    server.add(reply(incumbent), reply(missing), reply(both), reply(tool_call("finish", {"summary": "done"})))
+    proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    assert proposer.propose(context(ws)) is None
+    answers = tool_messages(server.requests[-1])
+    # on the CPU: why there is no profile, as an answer (not an error)
+    assert json.loads(answers[incumbent["id"]]) == {"status": "unavailable", "reason": json.loads(
+        answers[incumbent["id"]])["reason"]} and "GPU" in answers[incumbent["id"]]
+    assert answers[missing["id"]] == "error: profile_candidate failed: ValueError: no round 9 yet"
+    assert "give a source or a round, not both" in answers[both["id"]]
+    assert 'call it again like {"round": 3}' in answers[both["id"]]
+
+
+def test_every_tool_is_named_where_the_agent_is_told_how_to_work(workspace):
+    from kernel_tui.core.proposers.prompt import system_prompt
+
+    ws, ev = workspace
+    prompt = system_prompt(ws, ev, max_steps=5)
+    how = prompt[prompt.index("# How to work"):]
+    assert [name for name in TOOL_NAMES if name not in how] == []
+    assert [name for name in TOOL_NAMES if name not in NUDGE] == []
+
+
+def test_the_agent_reads_a_restored_incumbents_latency(workspace):
+    from kernel_tui.core.proposers import llm_tools
+    from kernel_tui.core.records import ProposerInfo
+
+    ws, ev = workspace
+    search = ProposerInfo(kind="search", name="built-in search")
+    c1 = ws.commit_proposal(1, GOOD, "bigger blocks", search)
+    ws.record_verdict(TrajectoryLine(round=1, change="bigger blocks", proposer=search, commit=c1.hexsha, status="ok",
+                                     reason="accepted", accepted=True, latency=8e-6))
+    ws.accept(c1)
+    ws.restore(ws.baseline.hexsha, ProposerInfo(kind="person", name="Ada"))
+    ws.restore(c1.hexsha, ProposerInfo(kind="person", name="Ada"))  # round 1 again, as a new commit
+    assert llm_tools.best_latency(ws) == 8e-6
+    text = llm_tools.read_best(ws)
+    assert "(round 1, restored from" in text and "median latency: 8e-06 s" in text
+
+
+def test_an_accepted_verdict_carries_its_profile_to_the_agent():
+    lines = ["profile at shape main: DRAM-bound", "DRAM throughput 88% of peak"]
+    fb = Feedback(round=2, status="ok", accepted=True, reason="accepted: +9.0%", profile=lines)
+    assert json.loads(verdict_result(fb, GOOD))["profile"] == lines
+    assert "profile" not in json.loads(verdict_result(fb.model_copy(update={"profile": []}), GOOD))

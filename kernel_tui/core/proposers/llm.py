@@ -29,6 +29,7 @@ from typing import Any
 from kernel_tui.config import AgentSettings
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.history import current_best, version_label
 from kernel_tui.core.profile.store import ProfileRecord, profiler_for
 from kernel_tui.core.proposers import llm_tools as tools
 from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
@@ -99,6 +100,9 @@ class LLMProposer(Proposer):
         self.finished = False
         self.summary: str | None = None
         self.stopped_because: str | None = None
+        # what the agent has been told of: the last judged round, and the incumbent (None: not yet looked)
+        self.told_through: int | None = None
+        self.known_best: str | None = None
         self._lock = threading.Lock()
         self._rebuild()
 
@@ -169,7 +173,7 @@ class LLMProposer(Proposer):
             "kind": "llm", "model": self.settings.model, "steps": self.steps, "max_steps": self.max_steps,
             "finished": self.finished, "summary": self.summary, "stopped_because": self.stopped_because,
             "pending": self.pending, "outcome": self.outcome.model_dump() if self.outcome else None,
-            "messages": len(self.messages),
+            "messages": len(self.messages), "told_through": self.told_through, "known_best": self.known_best,
         }
 
     def restore(self, state: dict) -> None:
@@ -179,6 +183,7 @@ class LLMProposer(Proposer):
         self.finished = bool(state.get("finished"))
         self.summary = state.get("summary")
         self.stopped_because = state.get("stopped_because")
+        self.told_through, self.known_best = state.get("told_through"), state.get("known_best")
         pending = state.get("pending")
         answered = {m.get("tool_call_id") for m in self.messages if m["role"] == "tool"}
         if pending and pending.get("call", {}).get("id") not in answered:
@@ -193,12 +198,15 @@ class LLMProposer(Proposer):
         if not self.messages:
             self._add_message({"role": "system", "content": system_prompt(self.ws, self.evaluator, max_steps=self.max_steps)})
             self._add_message({"role": "user", "content": first_message(ctx)})
+            self._seen(ctx)  # the first message points to everything judged so far
+        own = None
         if self.pending is not None:
             if self.outcome is None:
                 self.outcome = self._outcome_from_records(ctx)
             if self.outcome is None:
                 # stopped after the proposal was handed over but before it became a round: hand it over again
                 return self._proposal(self.pending["call"], ctx.round)
+            own = self.pending["round"]
             self._answer_submission()
         while True:
             while self.queue:
@@ -206,7 +214,7 @@ class LLMProposer(Proposer):
                 result = self._handle(call, ctx)
                 if isinstance(result, Proposal):
                     return result
-                if self.finished:
+                if self.finished or self.evaluator.cancel.is_set():
                     return None
             if self.evaluator.cancel.is_set():
                 return None
@@ -214,6 +222,9 @@ class LLMProposer(Proposer):
                 self.stopped_because = f"step budget spent ({self.max_steps} model calls)"
                 self.on_activity(f"agent: {self.stopped_because}")
                 return None
+            news = self._news(ctx, own)  # here, never between the answers to one reply's tool calls
+            if news:
+                self._add_message({"role": "user", "content": news})
             reply = self._call_model()
             if reply is None:  # cancelled while waiting to retry
                 return None
@@ -222,6 +233,33 @@ class LLMProposer(Proposer):
                 self.queue = list(calls)
             else:
                 self._add_message({"role": "user", "content": NUDGE})
+
+    def _seen(self, ctx: ProposerContext) -> None:
+        self.told_through = max((ln.round for ln in ctx.history), default=0)
+        self.known_best = self.ws.best.hexsha
+
+    def _news(self, ctx: ProposerContext, own: int | None) -> str | None:
+        """What changed that the agent did not do and has not heard: rounds it did not propose (the person's
+        own candidates, say), and an incumbent it did not make (a restore, or such a round accepted)."""
+        if self.told_through is None or self.known_best is None:  # a conversation from before these were kept
+            self._seen(ctx)
+            return None
+        others = [ln for ln in ctx.history if ln.round > self.told_through and ln.round != own]
+        mine = next((ln for ln in ctx.history if ln.round == own), None)
+        best = self.ws.best.hexsha
+        moved = best != self.known_best and not (mine is not None and mine.accepted and mine.commit == best)
+        self._seen(ctx)
+        if not others and not moved:
+            return None
+        lines = ["Meanwhile, without you:"]
+        lines += [f"- round {ln.round}, by {ln.proposer.kind} {ln.proposer.name}: {ln.change} — "
+                  f"{'accepted' if ln.accepted else ln.status}: {ln.reason}" for ln in others]
+        if moved:
+            v = current_best(self.ws)
+            latency = f", median latency {v.latency:.6g} s" if v.latency else ""
+            lines.append(f"- the incumbent is now {version_label(v)} (commit {v.commit[:12]}{latency}). "
+                         "Candidates are timed against it: read it with read_best before the next one.")
+        return "\n".join(lines)
 
     def _proposal(self, call: dict[str, Any], round_no: int) -> Proposal:
         args = tools.parse_arguments("submit_candidate", call["function"].get("arguments"))
@@ -275,6 +313,9 @@ class LLMProposer(Proposer):
             error = False
         except Exception as exc:  # noqa: BLE001 - a tool failing is reported to the model, never a crash of the run
             result, error = f"error: {name} failed: {type(exc).__name__}: {exc}", True
+        if self.evaluator.cancel.is_set():  # what it says may be the stop's doing: asked again when the run goes on
+            self.queue.insert(0, call)
+            return None
         self._answer(call, result, arguments=args.model_dump(), error=error)
         return None
 

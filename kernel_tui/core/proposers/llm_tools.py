@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from kernel_tui.core import metrics
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import EvalResult, Evaluator
+from kernel_tui.core.history import current_best, version_label
 from kernel_tui.core.profile.compare import summary_lines
 from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.proposers.base import Feedback
@@ -54,6 +55,12 @@ class ProfileArgs(_Args):
                                "policy checks it first). Leave out to profile a version instead.")
     round: int | None = Field(None, ge=1, description="The round whose version to profile; leave out (and source "
                               "out) for the incumbent.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ProfileArgs:
+        if self.source is not None and self.round is not None:
+            raise ValueError("give a source or a round, not both")
+        return self
 
 
 class FinishArgs(_Args):
@@ -140,9 +147,13 @@ def parse_arguments(name: str, raw: Any) -> _Args:
         raise ToolArgumentError(f"{name}: {'; '.join(problems)}; call it again like {_example(name)}") from None
 
 
+EXAMPLES = {"profile_candidate": {"round": 3}}  # its fields are alternatives: one of them, not both
+
+
 def _example(name: str) -> str:
     fields = ARGUMENTS[name].model_fields
-    return json.dumps({n: (10 if f.annotation is int else "...") for n, f in fields.items()})
+    return json.dumps(EXAMPLES.get(name) or {n: (10 if f.annotation in (int, int | None) else "...")
+                                             for n, f in fields.items()})
 
 
 # --- answers --------------------------------------------------------------------------------------
@@ -160,12 +171,10 @@ def _read(ws: Workspace, name: str) -> dict:
 
 
 def best_latency(ws: Workspace) -> float | None:
-    """The gate's median latency of the current best, from its verdict (None for the baseline)."""
-    best = ws.best.hexsha
-    for line in reversed(ws.trajectory()):
-        if line.commit == best and line.accepted:
-            return line.latency
-    return None
+    """The gate's median latency of the current best, from its verdict (None for the baseline); a restore
+    carries the latency of the version it copies."""
+    best = current_best(ws)
+    return best.latency if best.round else None
 
 
 def baseline_latency(ws: Workspace) -> float | None:
@@ -215,11 +224,11 @@ def environment_facts(ws: Workspace, evaluator: Evaluator) -> dict[str, Any]:
 
 
 def read_best(ws: Workspace) -> str:
-    best = ws.best
-    change, trailers = ws.proposal_info(best)
-    latency = best_latency(ws) or (baseline_latency(ws) if best.hexsha == ws.baseline.hexsha else None)
+    best = current_best(ws)  # after a restore: the version it copies, and that version's latency
+    change, _ = ws.proposal_info(ws.best)
+    latency = best.latency
     header = [
-        f"commit {best.hexsha[:12]} (round {trailers.get('Round', '?')}): {change}",
+        f"commit {best.commit[:12]} ({version_label(best)}): {change}",
         f"median latency: {latency:.6g} s" if latency else "median latency: not measured yet",
         "This is the incumbent: every candidate is timed against it and must be correct where it is.",
     ]
@@ -306,5 +315,14 @@ def profile_answer(record: ProfileRecord) -> str:
     return _json({
         "status": "ok", "shape": record.shape, "device": record.device_name, "headline": record.headline(),
         "summary": summary_lines(record.profile),
-        "kernels": [k.model_dump(exclude_none=True) for k in record.profile.kernels],
+        "kernels": [_kernel_profile(k.model_dump(exclude_none=True)) for k in record.profile.kernels],
     })
+
+
+# the agent also hears compiled facts whose occupancy is the theoretical one, and summaries in % of stall
+# cycles: the per-kernel figures say what they are
+_PROFILE_KEYS = {"occupancy_pct": "achieved_occupancy_pct", "stalls": "stall_cycles_per_issued_instruction"}
+
+
+def _kernel_profile(fields: dict[str, Any]) -> dict[str, Any]:
+    return {_PROFILE_KEYS.get(k, k): v for k, v in fields.items()}

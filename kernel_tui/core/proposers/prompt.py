@@ -15,8 +15,8 @@ from kernel_tui.format import duration
 
 NUDGE = (
     "Your reply had no tool call, so nothing happened. Continue by calling exactly one tool: read_best, "
-    "read_reference, get_environment, get_history, compile_candidate, submit_candidate (source, change) — "
-    "or finish (summary) when you are done. Every reply counts against your step budget."
+    "read_reference, get_environment, get_history, compile_candidate, profile_candidate, submit_candidate "
+    "(source, change) — or finish (summary) when you are done. Every reply counts against your step budget."
 )
 
 
@@ -210,8 +210,10 @@ Reference (`{spec.reference.filename}`), what the candidate must compute:
 # How to work
 - Tools: read_best() shows the current best (your starting point); read_reference(); get_environment();
   get_history(limit) shows past rounds and verdicts; compile_candidate(source) checks policy, compilation
-  and correctness without timing and costs no round; submit_candidate(source, change) proposes a candidate
-  for a round; finish(summary) ends the work.
+  and correctness without timing and costs no round; profile_candidate(source or round, or nothing for the
+  incumbent) says why a kernel is slow (Nsight Compute: DRAM and tensor-pipe use, occupancy, stalls; no round,
+  about 10 s on a GPU); submit_candidate(source, change) proposes a candidate for a round; finish(summary)
+  ends the work.
 - Always send the complete module (imports, kernels, the `{spec.entrypoint}` entrypoint) as `source`, and
   one line saying what changed and why as `change`.
 - Call one tool at a time. Check a candidate with compile_candidate before submitting it.
