@@ -255,8 +255,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
                 t_call = time.perf_counter()
                 candidate(*probe.args())  # compiles: a blocked stream must not wait on the compiler
                 sync()
-                _note_shape(compiled_at, first_case.name)
                 seconds["first_call"] = time.perf_counter() - t_call
+                _note_shape(compiled_at, first_case.name)
                 step = "stream-order check"
                 # the probe's own buffers are the evaluator's; only the candidate's calls are its own
                 why = check_stream_order(watch_memory("candidate", candidate), probe)
