@@ -329,6 +329,37 @@ def test_an_unmeasured_compile_side_leaves_the_denominator():
     assert fast_p(values, 1.0).plain == 0.5
 
 
+def test_a_kernel_that_fails_against_one_side_counts_there_as_not_fast():
+    # correct in its own run, incorrect (a race, say) in the torch.compile comparison: the kernel's failure
+    wrong = side_score("compile", comparison([1.0], [1.0], Status.incorrect))
+    assert not wrong.available and wrong.kernel_failed
+    crashed_kernel = side_score("compile", comparison([1.0], [1.0], Status.runtime_error))
+    assert crashed_kernel.kernel_failed
+    # the PyTorch side's own launch failing names itself: not the kernel's fault, left out
+    no_compiler = side_score("compile", comparison([1.0], [1.0], Status.runtime_error).model_copy(
+        update={"reason": "run 1: during timing: RuntimeError: torch.compile failed: InductorError: no compiler"}))
+    assert not no_compiler.kernel_failed
+    results = [result("a", score(2.0, 1.5), score(1.2, 1.1, "compile")), result("b", score(3.0, 2.5), wrong),
+               result("c", score(3.0, 2.5), no_compiler)]
+    s = summarize(results, "compile")
+    assert s.total == 2 and s.unmeasured == ["c"]  # b stays in the denominator, as not fast
+    assert s.fast_p[3].plain_count == 1 and s.fast_p[3].plain == 0.5
+
+
+def test_a_recorded_result_of_another_proposer_is_not_taken_as_this_suites(tmp_path):
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    runner = SuiteRunner(SuiteOptions(tasks_dir=tasks, out=tmp_path / "out", proposer="search", max_steps=3,
+                                      device="cuda", runs=5))
+    ws = Workspace.create(FIXTURES / "vector_add", path=runner.workspace_path("a"))
+    recorded = result("a", score(2.0, 1.5)).model_copy(update={"best_commit": ws.best.hexsha})
+    runner.results_path("a").parent.mkdir(parents=True)
+    runner.results_path("a").write_text(recorded.model_dump_json())
+    assert runner._prior("a") == recorded  # final for these options, and the workspace has not moved on
+    runner.results_path("a").write_text(recorded.model_copy(update={"proposer": "replay"}).model_dump_json())
+    assert runner._prior("a") is None
+
+
 def test_report_flags_large_speedups_and_has_no_cpu_banner_on_a_gpu(tmp_path):
     results = [result("a", score(1.2, 1.1), score(0.8, 0.7, "compile")), result("d", score(15.0, 12.0), score(11.0, 10.5, "compile")),
                result("c", None, solved=False).model_copy(update={"reason": "preflight failed: x"})]
@@ -341,6 +372,7 @@ def test_report_flags_large_speedups_and_has_no_cpu_banner_on_a_gpu(tmp_path):
     assert "S above 10x" in text and "**d**" in text and "⚑" in text
     assert "preflight failed: x" in text and "L2 flushed" in text
     assert "| 1 | 0.67 (2) | 0.67 (2) | 0.33 (1) | 0.33 (1) |" in text
+    assert "includes copying its results into the task's output tensors" in text  # a bias it states
     assert written[1].read_bytes().startswith(b"\x89PNG")
 
 

@@ -36,7 +36,9 @@ class SideScore(_Frozen):
     """The best kernel timed against one PyTorch side in fresh processes."""
 
     side: Side
-    available: bool  # False: this side could not be measured (the reason says why); the kernel is not at fault
+    available: bool  # False: this side could not be measured (the reason says why)
+    # with available False: the kernel failed in this comparison (incorrect, say): counted, as not fast
+    kernel_failed: bool = False
     reason: str = ""
     speedup: float | None = None  # S = PyTorch time / kernel time (compare()'s definition)
     ci_low: float | None = None

@@ -59,6 +59,12 @@ def _section_setup(s: SuiteResult) -> list[str]:
         "kernel passed it when the gate accepted it)",
         "- S = PyTorch time / kernel time (median of the PyTorch side's run medians over the kernel's); S > 1: "
         "the kernel is faster",
+        "- The PyTorch side's time includes copying its results into the task's output tensors, which the kernel "
+        "writes directly: one more read and write of the outputs. On a memory-bound task this favours the "
+        "kernel (a one-input elementwise op moves twice the bytes on the PyTorch side); its size is not "
+        "measured here",
+        "- fast_p counts a kernel that failed in a side's comparison (incorrect there, say) as not fast; a side "
+        "that could not run at all leaves the task out of that side's denominator, and the table says so",
         f"- Interval of S: {s.interval_method}",
         "- Scored kernel: the task's best version; where no Triton kernel was accepted over a PyTorch starting "
         "point (none was faster), the fastest correct Triton candidate instead, marked in the tasks table",

@@ -271,7 +271,8 @@ class SuiteRunner:
         except (OSError, ValidationError, ValueError):
             return None  # absent or torn: the task is judged again from its workspace
         o = self.options
-        if not (prior.complete and prior.device == o.device and prior.runs == o.runs and prior.max_steps == o.max_steps):
+        if not (prior.complete and prior.device == o.device and prior.runs == o.runs and prior.max_steps == o.max_steps
+                and prior.proposer == o.proposer):  # another proposer's result is not this suite's
             return None
         try:  # a workspace removed, or moved on since (more rounds, a restore), is run and scored again
             if Workspace.open(self.workspace_path(key)).best.hexsha != prior.best_commit:

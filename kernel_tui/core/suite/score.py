@@ -24,6 +24,7 @@ from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.suite.models import (
     CONFIDENCE,
     FLAG_SPEEDUP,
+    SIDE_LABELS,
     THRESHOLDS,
     FastP,
     Side,
@@ -51,11 +52,18 @@ def log_t_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple
     return math.exp(low), math.exp(high)
 
 
+# What only the kernel (compare()'s candidate) can cause: the PyTorch side is loaded apart, never checked,
+# and exempt from the policy. A runtime error is the kernel's unless the PyTorch side's launch named itself.
+KERNEL_FAULTS = {Status.incorrect, Status.compile_error, Status.policy_violation, Status.sandbox_violation}
+
+
 def side_score(side: Side, comparison: Comparison) -> SideScore:
     """A finished compare() of PyTorch (incumbent) against the best kernel (candidate)."""
     if comparison.status is not Status.ok or comparison.speedup is None:
-        return SideScore(side=side, available=False, reason=one_line(f"{comparison.status}: {comparison.reason}"),
-                         comparison=comparison)
+        kernel = comparison.status in KERNEL_FAULTS or (
+            comparison.status is Status.runtime_error and f"{SIDE_LABELS[side]} failed" not in comparison.reason)
+        return SideScore(side=side, available=False, kernel_failed=kernel, comparison=comparison,
+                         reason=one_line(f"{comparison.status}: {comparison.reason}"))
     ratios = run_ratios(comparison)
     ci = log_t_interval(ratios)
     return SideScore(
@@ -85,8 +93,8 @@ def measured(results: list[TaskResult], side: Side) -> tuple[list[tuple[float, f
     unmeasured: list[str] = []
     for r in results:
         score = r.side(side)
-        if not r.correct:
-            values.append(None)
+        if not r.correct or (score is not None and score.kernel_failed):
+            values.append(None)  # in the denominator, not fast
         elif score is None or not score.available or score.speedup is None:
             unmeasured.append(r.task)
         else:
