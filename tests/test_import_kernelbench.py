@@ -20,7 +20,7 @@ from kernel_tui.core.kernelbench.fit import Sample, fit
 from kernel_tui.core.kernelbench.source import parse, setter_source
 
 DATA = Path(__file__).parent / "data" / "kernelbench"
-REFUSED = {"returns_count", "no_inputs"}
+REFUSED = {"returns_count", "no_inputs", "causal_mask", "attribute_state"}
 
 
 def _load(path: Path, name: str):
@@ -66,6 +66,9 @@ def test_a_directory_imports_each_problem_and_refuses_the_bad_ones_with_one_line
     assert set(refused) == REFUSED
     assert "returns int (output 1), not a tensor" in refused["returns_count"]
     assert "no get_inputs" in refused["no_inputs"]
+    # what the task format cannot carry is refused, not drawn at random or left out of the kernel's arguments
+    assert "buffer mask holds 2 distinct values (a mask or a table built in __init__)" in refused["causal_mask"]
+    assert "keeps tensor(s) h0 as plain attributes" in refused["attribute_state"]
     assert not (out / task_name(DATA / "returns_count.py")).exists()  # nothing half-written
 
 

@@ -155,6 +155,9 @@ def _check_kinds(path: str, m: dict[str, Any]) -> None:
             raise TaskError(f"{path}: forward returns {x.get('type', 'a number')} (output {i}), not a tensor")
     if not m["outputs"]:
         raise TaskError(f"{path}: forward returns no tensor")
+    if m.get("attributes"):
+        raise TaskError(f"{path}: the Model keeps tensor(s) {', '.join(m['attributes'])} as plain attributes, neither "
+                        "parameters nor buffers: the task format cannot hand them to a kernel")
     for x in [*m["inputs"], *m["state"], *m["outputs"]]:
         if x.get("dtype") and x["dtype"] not in TASK_DTYPES:
             raise TaskError(f"{path}: a tensor of dtype {x['dtype']} (the task format has no such dtype)")
@@ -375,6 +378,9 @@ def import_problem(path: Path, out: Path | None = None, *, precision: str = "fp3
 
     state_shapes = {s["name"]: shapes[n_in + j] for j, s in enumerate(first["state"])}
     for j, s in enumerate(first["state"]):
+        why = initializers.unrepresentable(s["name"], s["buffer"], small_run["state"].get(s["name"]), s["dtype"])
+        if why:
+            raise TaskError(f"{path}: {why}")
         dist, note = initializers.distribution(s["name"], s["owner"], state_shapes, small_dims,
                                                small_run["state"].get(s["name"]), s["dtype"])
         if note:

@@ -30,6 +30,24 @@ def _within(stats: dict[str, Any], low: float, high: float) -> bool:
     return stats.get("n", 0) > 0 and stats["min"] >= low - 1e-6 and stats["max"] <= high + 1e-6 and not stats["constant"]
 
 
+# A floating-point buffer with at most this many distinct values is a mask or a table, not a random draw.
+FEW_VALUES = 16
+
+
+def unrepresentable(name: str, buffer: bool, stats: dict[str, Any] | None, dtype: str) -> str | None:
+    """Why a buffer's values cannot be drawn from a distribution: a structure built in __init__ (a causal
+    mask, an index table) that a random draw of the same statistics would silently change. Parameters are
+    weights, drawn as their layer draws them; a constant buffer (running statistics) is written as one."""
+    if not buffer or not stats or not stats.get("n") or stats["constant"]:
+        return None
+    floating = dtype.startswith(("float", "bfloat"))
+    if floating and stats.get("distinct", FEW_VALUES + 1) > FEW_VALUES:
+        return None
+    what = f"{stats.get('distinct')} distinct values" if floating else f"{dtype} values that vary"
+    return (f"buffer {name} holds {what} (a mask or a table built in __init__): a random draw would change "
+            "the problem, and the task format cannot carry its values")
+
+
 def distribution(name: str, owner: str, shapes: dict[str, list[Expr]], dims: dict[str, int],
                  stats: dict[str, Any] | None, dtype: str) -> tuple[dict[str, Any], str | None]:
     """(the distribution of state entry `name`, a note when it is not torch.nn's default); `stats` are

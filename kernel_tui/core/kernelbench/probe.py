@@ -97,11 +97,14 @@ def measure_meta(module, dims, dtype) -> dict:
          "buffer": n not in params, "owner": owners.get(n, "")}
         for n, t in model.state_dict(keep_vars=True).items()
     ]
+    # tensors kept as plain attributes (self.h0 = torch.randn(...)): not in the state, so never a launch argument
+    attributes = [f"{prefix}.{k}" if prefix else k for prefix, sub in model.named_modules()
+                  for k, v in vars(sub).items() if isinstance(v, torch.Tensor)]
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         result = model(*inputs)
     flops = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
-    return {"inputs": [_describe(x) for x in inputs], "state": state,
+    return {"inputs": [_describe(x) for x in inputs], "state": state, "attributes": attributes,
             "outputs": [_describe(x) for x in _outputs(result)], "tuple": isinstance(result, (tuple, list)),
             "flops": flops}
 
@@ -129,14 +132,14 @@ def _stats(t) -> dict:
     std = float(v.std()) if n > 1 else 0.0
     kurt = float((((v - mean) / std) ** 4).mean()) if std > 0 else 0.0
     return {"n": n, "min": float(v.min()), "max": float(v.max()), "mean": mean, "std": std, "kurtosis": kurt,
-            "constant": bool(torch.all(v == v[0]))}
+            "constant": bool(torch.all(v == v[0])), "distinct": int(torch.unique(v).numel())}
 
 
 def measure_real(module, dims, dtype) -> dict:
     import torch
 
     model, inputs = _build(module, dims, "cpu", dtype)
-    state = {n: _stats(t) for n, t in model.state_dict().items() if t.is_floating_point()}  # before forward moves them
+    state = {n: _stats(t) for n, t in model.state_dict().items()}  # before forward moves them
     with torch.no_grad():
         torch.manual_seed(1)
         first = _outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
