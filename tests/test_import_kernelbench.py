@@ -231,7 +231,13 @@ def test_setter_recomputes_derived_constants():
     assert scope["size"] == (10, 48)
 
 
-@pytest.mark.parametrize("stem", ["strided_conv", "lower_triangular", "batchnorm_scalar_arg"])
+def test_a_size_handed_to_forward_follows_the_dimensions(imported):
+    # get_inputs() passes `cols` to forward, which reshapes by it: at the interpreter's sizes it must shrink too
+    _, spec = _task(imported, "size_argument")
+    assert _tensor(spec, "n")["value"] == "cols"
+
+
+@pytest.mark.parametrize("stem", ["strided_conv", "lower_triangular", "batchnorm_scalar_arg", "size_argument"])
 def test_imported_tasks_pass_check_task_on_the_cpu(imported, stem, capsys):
     from kernel_tui.cli import main
 

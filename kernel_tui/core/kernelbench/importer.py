@@ -190,6 +190,22 @@ def _fit_all(path: str, measured: Measured, dims: list[str], base: dict[str, int
     return shapes
 
 
+def _scalar_value(i: int, x: dict[str, Any], measured: Measured, dims: list[str], base: dict[str, int],
+                  notes: list[str]) -> Expr | float:
+    """A number get_inputs() passes: an expression over the dimensions where it follows them (a size handed
+    to forward, N = the rows of x, must shrink with x at the interpreter's sizes), else its value."""
+    seen = [Sample(d, m["inputs"][i]["value"]) for d, m in measured.samples
+            if m["inputs"][i].get("kind") == "scalar" and isinstance(m["inputs"][i].get("value"), int)]
+    if x["type"] != "int" or len({s.value for s in seen}) < 2:
+        return x["value"]
+    expr = fit(seen, base, dims)
+    if expr is None:
+        notes.append(f"input {i}: a number that changes with the dimensions but follows no expression over them: "
+                     f"kept at {x['value']}")
+        return x["value"]
+    return expr
+
+
 def _elements(shapes: list[list[Expr]], dims: dict[str, int]) -> float:
     total = 0
     for shape in shapes:
@@ -362,7 +378,7 @@ def import_problem(path: Path, out: Path | None = None, *, precision: str = "fp3
     for i, (x, shape) in enumerate(zip(first["inputs"], shapes[:n_in])):
         if x["kind"] == "scalar":
             dtype = "int64" if x["type"] == "int" else "float32"
-            entries.append(Entry(names[i], "scalar", dtype, value=x["value"]))
+            entries.append(Entry(names[i], "scalar", dtype, value=_scalar_value(i, x, measured, dims, base, notes)))
             continue
         dtype = x["dtype"]
         dist = None
