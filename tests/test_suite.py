@@ -360,6 +360,19 @@ def test_a_recorded_result_of_another_proposer_is_not_taken_as_this_suites(tmp_p
     assert runner._prior("a") is None
 
 
+def test_a_suite_into_a_folder_another_proposer_ran_is_refused_in_one_line(tmp_path):
+    tasks, cands = make_suite(tmp_path)
+    opts = options(tmp_path, tasks, cands)
+    assert check_options(opts)  # nothing there yet
+    earlier = opts.out / "workspaces" / GOOD
+    earlier.mkdir(parents=True)
+    (earlier / "session.json").write_text(json.dumps({"max_steps": 1, "proposer": {"kind": "search"}}))
+    with pytest.raises(SuiteError, match=r"its tasks were run with proposer search, not replay: give another --out$"):
+        check_options(opts)
+    (earlier / "session.json").write_text(json.dumps({"max_steps": 1, "proposer": {"kind": "replay"}}))
+    assert check_options(opts)  # the same proposer resumes
+
+
 def test_report_flags_large_speedups_and_has_no_cpu_banner_on_a_gpu(tmp_path):
     results = [result("a", score(1.2, 1.1), score(0.8, 0.7, "compile")), result("d", score(15.0, 12.0), score(11.0, 10.5, "compile")),
                result("c", None, solved=False).model_copy(update={"reason": "preflight failed: x"})]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import io
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -70,6 +71,18 @@ def find_tasks(tasks_dir: Path) -> list[Path]:
     return tasks
 
 
+def _earlier_proposer(out: Path, proposer: str) -> str | None:
+    """The proposer an earlier run into `out` used, where it is not `proposer` (its workspaces say)."""
+    for path in sorted((out / "workspaces").glob("*/session.json")):
+        try:
+            kind = json.loads(path.read_text(encoding="utf-8")).get("proposer", {}).get("kind")
+        except (OSError, ValueError, AttributeError):
+            continue  # a torn or foreign file: the task's own opening will say what is wrong with it
+        if isinstance(kind, str) and kind != proposer:
+            return kind
+    return None
+
+
 def check_options(options: SuiteOptions) -> list[Path]:
     """Refuse bad input as one line before anything is created; returns the task directories."""
     from kernel_tui.core.opening import check_proposer
@@ -88,6 +101,10 @@ def check_options(options: SuiteOptions) -> list[Path]:
     tasks = find_tasks(options.tasks_dir)
     if options.out.exists() and not options.out.is_dir():
         raise SuiteError(f"{options.out}: exists and is not a directory")
+    other = _earlier_proposer(options.out, options.proposer)
+    if other is not None:  # its workspaces and results would be resumed and scored under this proposer's name
+        raise SuiteError(f"{options.out}: its tasks were run with proposer {other}, not {options.proposer}: "
+                         "give another --out")
     if options.proposer == "replay":
         if options.candidates is None:
             raise SuiteError("--proposer replay needs --candidates DIR (one folder of *.py per task)")
