@@ -491,3 +491,28 @@ def test_an_accepted_verdict_carries_its_profile_to_the_agent():
     fb = Feedback(round=2, status="ok", accepted=True, reason="accepted: +9.0%", profile=lines)
     assert json.loads(verdict_result(fb, GOOD))["profile"] == lines
     assert "profile" not in json.loads(verdict_result(fb.model_copy(update={"profile": []}), GOOD))
+
+
+def test_a_long_conversation_goes_out_shortened_at_its_old_end_and_whole_at_its_new_end(workspace, server, key):
+    from kernel_tui.core.proposers.llm import CONTEXT_CHARS, RECENT_MESSAGES
+
+    ws, ev = workspace
+    proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
+    big = GOOD + "# " + "x" * 10_000 + "\n"
+    proposer.messages = [{"role": "system", "content": "the task " * 2000}, {"role": "user", "content": "round 1"}]
+    assert proposer._sent_messages() == proposer.messages  # short: sent as it is
+    for i in range(30):
+        call = tool_call("submit_candidate", {"source": big, "change": f"try {i}"}, call_id=f"c{i}")
+        proposer.messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                              {"role": "tool", "tool_call_id": f"c{i}", "content": '{"status": "ok"}' + "y" * 10_000}]
+    kept = json.loads(json.dumps(proposer.messages))
+    sent = proposer._sent_messages()
+    assert proposer.messages == kept  # what is kept (and on disk) is never shortened
+    size = sum(len(json.dumps(m)) for m in kept)
+    assert size > CONTEXT_CHARS and sum(len(json.dumps(m)) for m in sent) < size / 2
+    assert sent[:2] == kept[:2] and sent[-RECENT_MESSAGES:] == kept[-RECENT_MESSAGES:]
+    old_call, old_answer = sent[2], sent[3]
+    assert json.loads(old_call["tool_calls"][0]["function"]["arguments"]) == {
+        "source": "(the source of this earlier call, left out to keep the conversation short)", "change": "try 0"}
+    assert old_answer["content"].startswith('{"status": "ok"}') and "shortened" in old_answer["content"]
+    assert [m["role"] for m in sent] == [m["role"] for m in kept]  # every call still has its answer

@@ -41,6 +41,11 @@ MESSAGES_FILE = "model-messages.jsonl"
 TOOL_CALLS_FILE = "tool-calls.jsonl"
 REDACTED = "[redacted]"
 RETRYABLE_STATUS = {408, 409, 425, 429}
+# An afternoon's conversation resends every source and answer with each request. Past this many characters
+# (about 50k tokens), older long tool answers and submitted sources go out shortened; the files keep them.
+CONTEXT_CHARS = 200_000
+RECENT_MESSAGES = 16  # the end of the conversation always goes out whole
+LONG = 2_000  # an older tool answer or source argument longer than this is shortened
 
 
 class AgentError(KernelTuiError):
@@ -360,7 +365,7 @@ class LLMProposer(Proposer):
     def _request(self) -> dict[str, Any]:
         s = self.settings
         request: dict[str, Any] = {
-            "model": s.model, "messages": copy.deepcopy(self.messages), "tools": tools.TOOLS,
+            "model": s.model, "messages": self._sent_messages(), "tools": tools.TOOLS,
             "timeout": s.timeout, "max_retries": 0,  # retries are ours, bounded, and cancellable
         }
         if s.secret:
@@ -370,6 +375,29 @@ class LLMProposer(Proposer):
         if s.extra_body:
             request["extra_body"] = dict(s.extra_body)
         return request
+
+    def _sent_messages(self) -> list[dict[str, Any]]:
+        """The conversation as a request carries it: whole while it is short; past CONTEXT_CHARS, the older
+        long tool answers keep their beginning (where the status and the verdict are) and the older
+        submitted sources are left out, each saying so. The system prompt and the first message stay whole."""
+        messages = copy.deepcopy(self.messages)
+        if sum(len(json.dumps(m, ensure_ascii=False)) for m in messages) <= CONTEXT_CHARS:
+            return messages
+        for m in messages[2 : max(2, len(messages) - RECENT_MESSAGES)]:
+            content = m.get("content")
+            if m["role"] == "tool" and isinstance(content, str) and len(content) > LONG:
+                m["content"] = content[: LONG // 4] + "\n… (an earlier answer, shortened to keep the conversation " \
+                                                      "short: call the tool again if you need it whole)"
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                try:
+                    args = json.loads(fn.get("arguments") or "")
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(args, dict) and isinstance(args.get("source"), str) and len(args["source"]) > LONG:
+                    args["source"] = "(the source of this earlier call, left out to keep the conversation short)"
+                    fn["arguments"] = json.dumps(args)
+        return messages
 
     def _call_model(self) -> dict[str, Any] | None:
         litellm = _litellm()
