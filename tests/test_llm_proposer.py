@@ -254,12 +254,18 @@ def test_a_submission_resumes_from_the_records_after_a_restart(workspace, server
     assert roles == ["system", "user", "assistant", "tool"]  # one conversation, rebuilt, not restarted
 
 
-def test_a_verdict_recorded_but_never_fed_back_is_read_from_the_trajectory(workspace, server, key):
-    ws, ev = workspace
+def submitted(ws: Workspace, ev: Evaluator, server: FakeLLMServer, key: str) -> tuple[LLMProposer, dict]:
+    """A proposer that has submitted GOOD for round 1 ("bigger blocks"); the model then finishes."""
     submit = tool_call("submit_candidate", {"source": GOOD, "change": "bigger blocks"})
     server.add(reply(submit), reply(tool_call("finish", {"summary": "done"})))
     proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
     assert proposer.propose(context(ws)) is not None
+    return proposer, submit
+
+
+def test_a_verdict_recorded_but_never_fed_back_is_read_from_the_trajectory(workspace, server, key):
+    ws, ev = workspace
+    proposer, submit = submitted(ws, ev, server, key)
     line = TrajectoryLine(round=1, change="bigger blocks", proposer=proposer.info, commit=ws.best.hexsha,
                           status="incorrect", reason="max abs error 0.5 at small/17", accepted=False)
     ctx = ProposerContext(round=2, best_source=ws.best_source, baseline_source=BASELINE, history=[line])
@@ -399,10 +405,7 @@ def test_the_agent_hears_of_a_round_it_did_not_make_and_of_the_incumbent_it_move
     from kernel_tui.core.records import ProposerInfo
 
     ws, ev = workspace
-    submit = tool_call("submit_candidate", {"source": GOOD, "change": "bigger blocks"})
-    server.add(reply(submit), reply(tool_call("finish", {"summary": "done"})))
-    proposer = LLMProposer(ws, ev, settings_for(server, key), retry_base_delay=0.0)
-    assert proposer.propose(context(ws)) is not None
+    proposer, _ = submitted(ws, ev, server, key)
     proposer.feedback(Feedback(round=1, status="ok", accepted=False, reason="not faster: +0.1%"))
     # the person's own candidate, round 2, is accepted while the agent waits
     ada = ProposerInfo(kind="person", name="Ada")

@@ -19,16 +19,23 @@ def screen_text(screen) -> str:
     return str(screen.query_one("#profile-text").render())
 
 
+async def open_profile(pilot, app) -> ProfileScreen:
+    """Once the run is idle, i: the profile screen of the best version."""
+    await wait_until(pilot, lambda: app.main_screen.query_one("#eval").state.startswith("idle"), 60, "idle")
+    await pilot.press("i")
+    screen = app.screen
+    assert isinstance(screen, ProfileScreen)
+    return screen
+
+
 def test_the_profile_view_shows_the_best_versions_profile_and_what_changed(tmp_path):
     ws, r1 = profiled_workspace(tmp_path / "ws")
     app = create_app(ws.root, device="cpu", person=ADA, proposer=RecordingReplay())
 
     async def scenario():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.main_screen.query_one("#eval").state.startswith("idle"), 60, "idle")
-            await pilot.press("i")
-            screen = app.screen
-            assert isinstance(screen, ProfileScreen) and screen.commit == r1.commit
+            screen = await open_profile(pilot, app)
+            assert screen.commit == r1.commit
             await wait_until(pilot, lambda: "DRAM-bound" in screen_text(screen), 30, "the profile")
             text = screen_text(screen)
             assert f"against {ws.baseline.hexsha[:8]}" in text and "DRAM throughput" in text
@@ -130,10 +137,7 @@ def test_a_profile_taken_while_its_screen_is_open_is_shown_there(tmp_path):
 
     async def scenario():
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.main_screen.query_one("#eval").state.startswith("idle"), 60, "idle")
-            await pilot.press("i")
-            screen = app.screen
-            assert isinstance(screen, ProfileScreen)
+            screen = await open_profile(pilot, app)
             await wait_until(pilot, lambda: "not profiled" in screen_text(screen), 30, "no profile yet")
             profile = parse_ncu_csv((NCU_DATA / "vector_add.log").read_text())
             save(ws, ProfileRecord(commit=screen.commit, status="ok", profile=profile, shape="main",
