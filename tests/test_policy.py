@@ -98,3 +98,108 @@ def test_each_rejection_names_its_rule_and_line():
     v = report.violations[0]
     assert v.rule == "import-not-allowed" and v.line == 5
     assert report.summary().startswith("import-not-allowed (line 5)")
+
+
+# --- escape chains: patching through a held class, native memory, files, held methods ------------------------
+@pytest.mark.parametrize(
+    "extra, rule",
+    [
+        # patching a class or module, directly or through a variable that holds one
+        ("T = torch.Tensor\nT.add = lambda a, b: a\n", "attribute-assignment"),
+        ("T = torch.Tensor\n", "class-alias"),
+        ("t = tl.tensor\nt.x = 1\n", "attribute-assignment"),
+        ("t = tl.tensor\n", "class-alias"),
+        ("from torch import Tensor\nT = Tensor\n", "class-alias"),
+        ("def helper(T=torch.Tensor):\n    T.add = None\n", "attribute-assignment"),
+        ("def helper(a):\n    return type(a)\n", "forbidden-builtin"),
+        ("def helper():\n    return [torch.Tensor, triton.Config]\n", "class-alias"),
+        ("class Mine(torch.Tensor):\n    pass\n", "class-alias"),
+        ("def helper(a):\n    return isinstance(a, T := torch.Tensor) and T\n", "class-alias"),
+        ("def helper(a):\n    a.add = None\n", "attribute-assignment"),
+        ("def helper(a):\n    del a.add\n", "attribute-assignment"),
+        ("def helper(a):\n    a.n += 1\n", "attribute-assignment"),
+        ("def helper(a):\n    a.n: int = 1\n", "attribute-assignment"),
+        ("def helper(a):\n    for a.add in [None]:\n        pass\n", "attribute-assignment"),
+        ("def helper(a):\n    return [0 for a.add in [None]]\n", "attribute-assignment"),
+        ("def helper():\n    (lambda: 0).x = 1\n", "attribute-assignment"),
+        # numpy arrays (and anything else) reach ctypes through .ctypes
+        ("def helper(a):\n    return a.ctypes\n", "native-access"),
+        ("def helper(a):\n    return a.ctypes._ctypes\n", "native-access"),
+        ("def helper(a):\n    return a._ctypes\n", "native-access"),
+        ("def helper():\n    return _ctypes\n", "native-access"),
+        ("def helper(a):\n    match a:\n        case object(ctypes=c):\n            return c\n", "native-access"),
+        # tensors and storages built from files
+        ("def helper(x):\n    return x.untyped_storage().from_file('w', True, 4)\n", "file-access"),
+        ("def helper(s):\n    return s.from_file('w')\n", "file-access"),
+        ("S = torch.UntypedStorage.from_file('w', True, 4)\n", "file-access"),
+        ("t = torch.from_file('w')\n", "file-access"),
+        ("m = torch.load('w')\n", "file-access"),
+        ("torch.save(0, 'w')\n", "file-access"),
+        ("from torch import load\n", "file-access"),
+        # methods held as values escape the method-name checks
+        ("def helper(x, output):\n    f = output.copy_\n    f(x)\n", "bound-method"),
+        ("def helper(a):\n    g = a.numpy\n    return g()\n", "bound-method"),
+        ("import functools\ndef helper(a):\n    return functools.partial(a.add, 1)\n", "bound-method"),
+        ("def helper(a):\n    return a.untyped_storage\n", "bound-method"),
+        ("T = torch.Tensor\nm = T.add\n", "bound-method"),
+        ("def helper(a):\n    return a.max\n", "bound-method"),
+        ("def helper(a):\n    fi = torch.finfo(a.dtype)\n    fi = a\n    return fi.max\n", "bound-method"),
+    ],
+)
+def test_escape_chain_is_named(extra, rule):
+    found = rules(HEADER + extra + KERNEL + LAUNCH)
+    assert rule in found, found
+
+
+@pytest.mark.parametrize(
+    "extra, rule",
+    [  # rejected before these rules existed; kept so they stay rejected
+        ("torch.Tensor.add = lambda a, b: a\n", "monkeypatch"),
+        ("tl.tensor.__add__ = lambda a, b: a\n", "dunder-access"),
+        ("tl.load = None\n", "monkeypatch"),
+        ("m = torch.Tensor.add\n", "attribute-not-allowed"),
+        ("def helper(x):\n    x.data = None\n", "attribute-assignment"),
+    ],
+)
+def test_patching_named_paths_stays_rejected(extra, rule):
+    found = rules(HEADER + extra + KERNEL + LAUNCH)
+    assert rule in found, found
+
+
+def test_each_new_rule_says_what_to_do_in_one_line():
+    src = HEADER + (
+        "T = torch.Tensor\n"
+        "def helper(a):\n    a.n = 1\n    b = a.ctypes\n    c = a.from_file\n    return a.copy_\n"
+    ) + KERNEL + LAUNCH
+    report = check(src)
+    by_rule = {v.rule: v.message for v in report.violations}
+    assert {"class-alias", "attribute-assignment", "native-access", "file-access", "bound-method"} <= set(by_rule)
+    assert all("\n" not in m for m in by_rule.values())
+    assert "annotation" in by_rule["class-alias"] and "local variable" in by_rule["attribute-assignment"]
+    assert "kernel" in by_rule["native-access"] and "torch.empty" in by_rule["file-access"]
+    assert "a.copy_(...)" in by_rule["bound-method"]
+
+
+def test_legitimate_classes_methods_and_fields_pass():
+    src = HEADER + "import functools\nimport typing\nfrom triton import Config\n" + KERNEL + (
+        "\nMaybeTensor = typing.Optional[torch.Tensor]\n"
+        "\n\n@triton.autotune(configs=[triton.Config({'BLOCK': 128}, num_warps=4)], key=['n'])"
+        "\n@triton.jit\ndef tuned(x_ptr, n, BLOCK: tl.constexpr):\n    v = tl.load(x_ptr)\n"
+        "    tl.store(x_ptr, v.to(x_ptr.dtype.element_ty))\n"
+        "\n\ndef helper(a: torch.Tensor, d: torch.dtype = torch.float16) -> typing.Optional[torch.Tensor]:\n"
+        "    cfg: typing.Optional[Config] = triton.Config({'BLOCK': 64})\n"
+        "    if isinstance(a, (torch.Tensor, int)) and a.dtype.is_floating_point and a.device.type == 'cuda':\n"
+        "        big = torch.finfo(a.dtype).max\n"
+        "        fi = torch.finfo(d)\n"
+        "        small, where = fi.min, a.device.index\n"
+        "    dev = torch.device('cuda')\n"
+        "    rows, cols = a.shape\n"
+        "    return torch.empty(a.stride(0), a.T.shape[0], device=a.device, dtype=d)\n"
+        "\n\ndef launch(x, y, output, n_elements):\n"
+        "    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK']),)\n"
+        "    go = functools.partial(k[grid], x, y)\n"
+        "    go(output, n_elements, BLOCK=256)\n"
+        "    tuned[grid](x, n_elements)\n"
+    )
+    report = check(src)
+    assert report.ok, report.summary()

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui.core.policy import ALLOWED_IMPORTS, ALLOWED_PATHS, MODULE_PATHS, check_source
+from kernel_tui.core import policy_allowlist as allow
+from kernel_tui.core.policy import ALLOWED_IMPORTS, ALLOWED_PATHS, CLASS_PATHS, HELD_METHODS, MODULE_PATHS, check_source
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec, load_task
 from tests.conftest import FIXTURE_NAMES, FIXTURES, PUBLISHED_TASKS, ROOT
@@ -115,11 +116,11 @@ def test_every_escape_path_is_rejected():
     assert not accepted, accepted[:3]
 
 
-def test_the_allow_list_holds_no_other_module():
+def _resolved_allowed_paths() -> list[tuple[str, object]]:
+    """Each allowed path the installed torch and triton have, with the object it names."""
     for name in ROOTS:
         importlib.import_module(name)
-    allowed_modules = {sys.modules[m] for m in MODULE_PATHS if m in sys.modules}
-    resolved = 0
+    found = []
     for path in sorted(ALLOWED_PATHS):
         root, *rest = path.split(".")
         if root not in sys.modules:
@@ -130,9 +131,16 @@ def test_the_allow_list_holds_no_other_module():
                 obj = getattr(obj, name)
         except Exception:  # noqa: BLE001 - a name another Triton or torch version has (the list is a superset)
             continue
-        resolved += 1
+        found.append((path, obj))
+    return found
+
+
+def test_the_allow_list_holds_no_other_module():
+    resolved = _resolved_allowed_paths()
+    allowed_modules = {sys.modules[m] for m in MODULE_PATHS if m in sys.modules}
+    for path, obj in resolved:
         assert not isinstance(obj, types.ModuleType) or obj in allowed_modules, f"{path} is the module {obj.__name__}"
-    assert resolved > 250
+    assert len(resolved) > 250
 
 
 def test_no_escape_path_runs_through_an_allowed_name():
@@ -143,6 +151,33 @@ def test_no_escape_path_runs_through_an_allowed_name():
             continue  # dunder-access
         allowed = [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in ALLOWED_PATHS]
         assert allowed[-1] in MODULE_PATHS, f"{path} runs through {allowed[-1]}"
+
+
+def test_every_allowed_class_is_on_the_class_list():
+    """typing's classes are type expressions and stay free; every other class may only be called or annotated."""
+    classes = {path for path, obj in _resolved_allowed_paths() if isinstance(obj, type) and not path.startswith("typing.")}
+    assert classes - CLASS_PATHS == set(), "add these to policy_allowlist.CLASS_PATHS"
+    assert {"torch.Tensor", "triton.language.tensor", "triton.Config"} <= classes
+
+
+def test_every_tensor_method_is_on_the_method_list():
+    import torch
+
+    methods = {n for n in dir(torch.Tensor) if not n.startswith("_") and callable(getattr(torch.Tensor, n, None))}
+    assert methods - set(allow.TENSOR_METHODS) == set(), "add these to policy_allowlist.TENSOR_METHODS"
+
+
+@pytest.mark.parametrize("path", sorted(CLASS_PATHS))
+def test_every_class_held_is_named(path):
+    short = path.replace("triton.language.", "tl.")
+    report = check(HEADER + KERNEL + f"    held = {short}\n    ok: {short} = {short}() if isinstance(x, {short}) else 0\n")
+    assert [v.rule for v in report.violations] == ["class-alias"], report.summary()  # held once, free thrice
+
+
+def test_every_tensor_method_held_in_host_code_is_named():
+    body = "".join(f"    h{i} = x.{name}\n" for i, name in enumerate(sorted(HELD_METHODS)))
+    report = check(HEADER + KERNEL + body)
+    assert len(report.violations) == len(HELD_METHODS) and {v.rule for v in report.violations} == {"bound-method"}
 
 
 # --- rules that close the holes the walk found ----------------------------------------------------------------

@@ -1,13 +1,16 @@
 """Static policy on candidate source, checked with `ast` before anything runs.
 
-The rules keep a candidate honest: the work must be done by Triton kernels, and host code may only
-allocate, compute launch grids and launch. Every rejection names its rule so a person (or the agent)
-knows exactly what to change. The evaluator adds a dynamic check of host-side torch ops on top.
+The policy is a first filter: it keeps honest candidates honest and names common mistakes, each rejection by
+its rule and line, so a person (or the agent) knows what to change. It is not the defence. The defence is the
+process boundary: the candidate runs in its own sandboxed process that holds nothing that decides, and the
+checks and the timings run in a trusted judge process, so a chain the policy misses costs no verdict.
 
-Candidates are untrusted code, and allowed modules lead to os and sys through their attributes (typing.sys,
-triton.runtime...), so every dotted path through an allowed module must be on an allow-list (see
-policy_allowlist.py), a module may only be named as the base of such a path, never held as a value, and
-frame/code attributes are refused wherever they appear.
+The rules: Triton kernels do the work; host code only allocates, computes launch grids and launches. Allowed
+modules lead to os and sys through their attributes (typing.sys, triton.runtime...), so every dotted path
+through one must be on an allow-list (policy_allowlist.py), and a module or a class is named, never held as a
+value. No attribute is set or deleted anywhere: a name may hold a class, a module or the evaluator's tensor, and
+the candidate's own objects cannot be told from those. Host code calls a tensor method where it names it,
+never holds it. Frame and code attributes, `.ctypes` and `from_file` are refused wherever they appear.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "func
 FORBIDDEN_BUILTINS = {
     "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals",
     "locals", "vars", "breakpoint", "input", "memoryview",
+    "type",  # type(x) holds a tensor's class; type(name, bases, dict) builds a subclass with any dunder
 }
 ALLOWED_DUNDERS = {"__name__", "__future__"}
 # torch attributes host code may use: allocation, dtypes and device queries.
@@ -72,6 +76,23 @@ INTROSPECTION_ATTRS = {
     "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next",
     "func_globals",
 }
+# Refused wherever they appear: numpy's `.ctypes` reaches the ctypes module (and from it any other);
+# `from_file` maps a file into a storage or a tensor, as torch.load and torch.save read and write one.
+NATIVE_ATTRS = {"ctypes", "_ctypes"}
+FILE_ATTRS = {"from_file"}
+FILE_PATHS = {"torch.load", "torch.save", "torch.from_file"}
+# Classes are named only to call them, in annotations and in isinstance(): one held in a variable can be patched.
+CLASS_PATHS = frozenset(allow.CLASS_PATHS)
+# Tensor methods host code may not hold as values (a held method escapes the checks on method calls). Some share
+# a name with a data field: a dtype's predicates (harmless held on a tensor too), and finfo's and iinfo's max/min
+# and a device's type/index, free on what is visibly such an object (torch.finfo(...), x.device, a name bound
+# only to those).
+HELD_METHODS = frozenset(allow.TENSOR_METHODS) - {"is_complex", "is_floating_point", "is_signed"}
+INFO_FIELDS = {"max", "min", "type", "index"}
+INFO_MAKERS = {"torch.finfo", "torch.iinfo", "torch.device"}
+INFO_ATTRS = {"device", "dtype"}
+_TYPE_EXPRESSION = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.BinOp, ast.Constant, ast.BitOr,
+                    ast.expr_context)
 # For messages: what each module is there for.
 _EXAMPLES = {
     "triton": "triton.jit, triton.cdiv, triton.autotune, triton.Config",
@@ -129,12 +150,50 @@ def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
     return full in {"triton.jit", "triton.autotune", "triton.heuristics"}
 
 
+def _other_bindings(node: ast.AST) -> list[str]:
+    """Names `node` binds other than as the one target of `name = value` (parameters, imports, loops...)."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    name = getattr(node, "rest", None) or getattr(node, "name", None)  # match patterns, except, def, class
+    return [name] if isinstance(name, str) else []
+
+
+class _Bindings:
+    """Every name the module binds, and for those bound only by `name = value`, their values (scopes merged)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.values: dict[str, list[ast.expr]] = {}
+        simple: set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.values.setdefault(node.targets[0].id, []).append(node.value)
+                simple.add(id(node.targets[0]))
+        other = {n for node in ast.walk(tree) if id(node) not in simple for n in _other_bindings(node)}
+        self.names = other | set(self.values)
+        for name in other:
+            self.values.pop(name, None)
+
+
+def _shown(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class _Checker(ast.NodeVisitor):
-    def __init__(self, tensor_params: set[str]) -> None:
+    def __init__(self, tensor_params: set[str], bindings: _Bindings) -> None:
         self.violations: list[Violation] = []
         self.aliases: dict[str, str] = {}  # local name -> the dotted path it was imported as
         self.tensor_params = tensor_params
+        self.bindings = bindings
         self.kernel_depth = 0
+        self.called: set[int] = set()  # ids of the expressions a call calls
+        self.type_positions: set[int] = set()  # ids of the expressions where a class may be named
 
     def add(self, rule: str, node: ast.AST, message: str) -> None:
         self.violations.append(Violation(rule=rule, line=getattr(node, "lineno", 0), message=message))
@@ -192,6 +251,10 @@ class _Checker(ast.NodeVisitor):
     def _check_attr_path(self, full: str, node: ast.AST) -> None:
         """Judge a dotted path through an allowed module against the allow-list."""
         parts = full.split(".")
+        if full in FILE_PATHS:
+            self.add("file-access", node, f"{full} reads or writes a file: candidates use no files; allocate with "
+                     "torch.empty and fill it in a kernel")
+            return
         if parts[:2] == ["triton", "testing"]:
             self.add("timer-access", node, f"{full}: triton.testing is the evaluator's business")
             return
@@ -234,7 +297,22 @@ class _Checker(ast.NodeVisitor):
             self.add("introspection", node, f"attribute {attr!r} reaches frames or code objects (any module's "
                      "globals); keep to your own variables")
             return True
+        if attr in NATIVE_ATTRS:
+            self._native(node, f"attribute {attr!r}")
+            return True
+        if attr in FILE_ATTRS:
+            self.add("file-access", node, f"{attr!r} maps a file into a tensor: candidates use no files; allocate "
+                     "with torch.empty and fill it in a kernel")
+            return True
         return False
+
+    def _native(self, node: ast.AST, what: str) -> None:
+        self.add("native-access", node, f"{what} reaches raw memory and the ctypes module; read and write memory "
+                 "in a Triton kernel")
+
+    def _class_alias(self, node: ast.AST, name: str, full: str) -> None:
+        self.add("class-alias", node, f"{name} is the class {full}: name it only to call it, in an annotation or in "
+                 "isinstance(), never as a value (a class held in a variable can be patched)")
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         # `case object(gi_frame=f)` reads attributes without an Attribute node
@@ -246,6 +324,7 @@ class _Checker(ast.NodeVisitor):
         flagged = self._check_attr_name(node)
         full = self._resolve(node)
         if full is None:
+            self._check_value_attribute(node, flagged)
             self.generic_visit(node)
             return
         # The dotted path through a module is judged as a whole; its inner links are not visited again.
@@ -261,8 +340,35 @@ class _Checker(ast.NodeVisitor):
         elif full in MODULE_PATHS:
             self.add("module-alias", node, f"{dotted_name(node)} is the module {full}: use it only as the base of "
                      f"an attribute ({dotted_name(node)}.name), never as a value")
+        elif full in CLASS_PATHS and id(node) not in self.type_positions:
+            self._class_alias(node, dotted_name(node) or full, full)
         else:
             self._check_attr_path(full, node)
+
+    def _check_value_attribute(self, node: ast.Attribute, flagged: bool) -> None:
+        """An attribute of a value, not of a module: never set, and in host code no tensor method held."""
+        shown = _shown(node)
+        if not isinstance(node.ctx, ast.Load):
+            verb = "deleting" if isinstance(node.ctx, ast.Del) else "setting"
+            self.add("attribute-assignment", node, f"{verb} {shown}: candidates set no attributes (a name may hold "
+                     "a class, a module or the evaluator's tensor); keep state in a local variable")
+        elif not flagged and self._holds_method(node):
+            self.add("bound-method", node, f"{shown} takes the method {node.attr!r} as a value: call it where you "
+                     f"name it ({shown}(...)); a held method escapes the checks on host code")
+
+    def _holds_method(self, node: ast.Attribute) -> bool:
+        if self.kernel_depth or id(node) in self.called or node.attr not in HELD_METHODS:
+            return False
+        return not (node.attr in INFO_FIELDS and self._is_info(node.value, follow=True))
+
+    def _is_info(self, expr: ast.expr, *, follow: bool) -> bool:
+        """Visibly a dtype, device, finfo or iinfo: `x.dtype`, `torch.finfo(...)`, or a name bound only to those."""
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in INFO_ATTRS
+        if isinstance(expr, ast.Call):
+            return self._resolve(expr.func) in INFO_MAKERS
+        values = self.bindings.values.get(expr.id, []) if follow and isinstance(expr, ast.Name) else []
+        return bool(values) and all(self._is_info(v, follow=False) for v in values)
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_BUILTINS:
@@ -276,6 +382,11 @@ class _Checker(ast.NodeVisitor):
             else:
                 self.add("module-alias", node, f"rebinding {node.id}, the module {self.aliases[node.id]}: "
                          "pick another name")
+        elif node.id in NATIVE_ATTRS:
+            self._native(node, f"name {node.id!r}")
+        elif self.aliases.get(node.id) in CLASS_PATHS and isinstance(node.ctx, ast.Load) and \
+                id(node) not in self.type_positions:
+            self._class_alias(node, node.id, self.aliases[node.id])
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and "reference.py" in node.value:
@@ -287,13 +398,7 @@ class _Checker(ast.NodeVisitor):
             for elt in target.elts:
                 self._check_target(elt, node)
             return
-        if isinstance(target, ast.Attribute):
-            root: ast.expr = target
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            # The tensors the evaluator hands in are not the candidate's to patch (modules: visit_Attribute).
-            if isinstance(root, ast.Name) and root.id in self.tensor_params:
-                self.add("monkeypatch", node, f"assigning to {dotted_name(target) or 'an attribute'}")
+        # attribute targets: visit_Attribute (monkeypatch through a module, attribute-assignment elsewhere)
         if isinstance(target, ast.Subscript) and self.kernel_depth == 0:
             base = target.value
             while isinstance(base, ast.Subscript):
@@ -314,6 +419,34 @@ class _Checker(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_target(node.target, node)
+        self._license(node.annotation)
+        self.generic_visit(node)
+
+    # --- where a class may be named: called, in annotations, isinstance() and typing's subscripts ------
+    def _license(self, node: ast.AST | None) -> None:
+        """A type expression: names, paths, subscripts, tuples, lists and `|` (no walrus, call or lambda inside)."""
+        if isinstance(node, _TYPE_EXPRESSION):
+            self.type_positions.add(id(node))
+            for child in ast.iter_child_nodes(node):
+                self._license(child)
+
+    def _license_call(self, node: ast.Call) -> None:
+        self.called.add(id(node.func))
+        self.type_positions.add(id(node.func))
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in {"isinstance", "issubclass"} and len(node.args) == 2 and \
+                func.id not in self.bindings.names:
+            self._license(node.args[1])
+        elif node.args and self._resolve(func) == "typing.cast":
+            self._license(node.args[0])
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._license(node.annotation)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Load) and (self._resolve(node.value) or "").startswith("typing."):
+            self._license(node.slice)
         self.generic_visit(node)
 
     # --- host compute on tensor parameters -----------------------------------------------------
@@ -325,6 +458,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
+        self._license_call(node)
         func = node.func
         if self.kernel_depth == 0 and isinstance(func, ast.Attribute) and self._resolve(func) is None:
             method = func.attr
@@ -338,10 +472,12 @@ class _Checker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         jit = any(_is_jit_decorator(d, self.aliases) for d in node.decorator_list)
         for d in node.decorator_list:
+            self.type_positions.add(id(d))  # a decorator is called
             self.visit(d)
         # defaults and annotations are evaluated where the function is defined, so they are host code
         self.visit(node.args)
         if node.returns is not None:
+            self._license(node.returns)
             self.visit(node.returns)
         self.kernel_depth += jit
         for stmt in node.body:
@@ -416,7 +552,7 @@ def check_source(
     except SyntaxError as exc:
         return PolicyReport(violations=[], syntax_error=f"line {exc.lineno}: {exc.msg}")
 
-    checker = _Checker(tensor_params=set(tensor_arguments))
+    checker = _Checker(tensor_params=set(tensor_arguments), bindings=_Bindings(tree))
     checker.visit(tree)
     violations = list(checker.violations)
 
