@@ -285,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                        help="where candidates run; cpu = Triton's interpreter (timings are not GPU timings)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        unconfined(p)
+
+    def unconfined(p):
+        p.add_argument("--unconfined", action="store_true",
+                       help="run candidates even where this machine cannot confine them (no user namespaces or "
+                            "no Landlock); every result and report then says they were not confined "
+                            "(KERNEL_TUI_UNCONFINED=1 does the same)")
 
     p = sub.add_parser("eval", help="evaluate one candidate against an incumbent (default: the baseline)")
     p.add_argument("--task", required=True, help="the task directory (holding task.json)")
@@ -322,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus", help="evaluate a batch of proposals in parallel, one per GPU: all, a count (2) or "
                                   "ids (0,2); each is gated against the incumbent it was proposed from and re-gated "
                                   "after an accept (built-in search and replay; default: one GPU)")
+    unconfined(p)
     p.set_defaults(func=cmd_run, evaluates=True)
 
     p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")
@@ -383,6 +391,8 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_OK
+    if getattr(args, "unconfined", False):  # the flag is the variable, for this process and what it starts
+        os.environ["KERNEL_TUI_UNCONFINED"] = "1"
     try:
         if getattr(args, "evaluates", False):
             from kernel_tui.core import environment

@@ -162,11 +162,11 @@ def test_a_leased_gpu_reaches_the_workers_environment(vector_add, tmp_path, monk
     assert worker_env(tmp_path, "cuda", tmp_path / "cache")["CUDA_VISIBLE_DEVICES"] == "0,1,2"  # unpinned: as given
     seen: dict = {}
 
-    def fake_run_worker(request, workdir: Path, **kw) -> WorkerResult:
+    def fake_run_judge(request, setups, folder: Path, **kw) -> WorkerResult:
         seen.update(kw)
         return WorkerResult(status=Status.runtime_error, reason="not run")
 
-    monkeypatch.setattr(evaluator_module, "run_worker", fake_run_worker)
+    monkeypatch.setattr(evaluator_module, "run_judge", fake_run_judge)
     ev = Evaluator(vector_add, device="cpu", gpu="1", fork_server=False)
     try:
         ev.check(vector_add.baseline_source, trusted=True)

@@ -65,25 +65,25 @@ def test_timing_loop_check_catches_what_the_detailed_check_does():
     from tests.conftest import FIXTURES
 
     task = load_task(FIXTURES / "vector_add")
-    s = ArgumentSet.build(task.spec, {"rows": 16, "cols": 256}, "cpu", seed=5)
-    s.compute_expected(lambda x, y, out, n: x + y)
 
     def outcome(damage) -> str:
+        s = ArgumentSet.build(task.spec, {"rows": 16, "cols": 256}, "cpu", seed=5)
+        s.compute_expected(lambda x, y, out, n: x + y)
         s.prepare_call()
         x, y, out, _ = s.args()
         out.copy_(x + y)
-        damage(x, out)
+        damage(s, x, out)
         try:
             assert s.check("timed call", error=False) == 0.0
         except CandidateFault as fault:
             return fault.reason
         return "ok"
 
-    assert outcome(lambda x, out: None) == "ok"
-    assert "input 'x' was modified" in outcome(lambda x, out: x.mul_(2))
-    assert "out of bounds" in outcome(lambda x, out: s.outputs["output"].storage[GUARD - 1].fill_(0))
-    assert "differ beyond" in outcome(lambda x, out: out[3, 7].add_(1))
-    assert "NaN/Inf" in outcome(lambda x, out: out[0, 0].fill_(float("nan")))
+    assert outcome(lambda s, x, out: None) == "ok"
+    assert "input 'x' was modified" in outcome(lambda s, x, out: x.mul_(2))
+    assert "out of bounds" in outcome(lambda s, x, out: s.outputs["output"].storage[GUARD - 1].fill_(0))
+    assert "differ beyond" in outcome(lambda s, x, out: out[3, 7].add_(1))
+    assert "NaN/Inf" in outcome(lambda s, x, out: out[0, 0].fill_(float("nan")))
 
 
 def test_fast_and_detailed_checks_agree_over_varied_poison():
@@ -109,7 +109,7 @@ def test_fast_and_detailed_checks_agree_over_varied_poison():
 
     damages = {  # name: (damage after an honest call, always wrong)
         "none": (lambda s, out: None, False),
-        "head guard": (lambda s, out: s.outputs["output"].storage[GUARD - 1 - s.calls].add_(1), True),
+        "head guard": (lambda s, out: s.outputs["output"].storage[GUARD - 1 - s.calls["local"]].add_(1), True),
         "tail guard": (lambda s, out: s.outputs["output"].storage[-1].mul_(-1).add_(0.5), True),
         "first block unwritten": (lambda s, out: out.view(-1)[:256].copy_(poison_of(s).reshape(-1)[:256]), True),
         # a sniffer's output: the old contents kept wherever they were not NaN
@@ -124,7 +124,7 @@ def test_fast_and_detailed_checks_agree_over_varied_poison():
                 s.prepare_call()
                 honest(*s.args())
                 damage(s, s.outputs["output"].view)
-                fast = s._all_good()
+                fast = bool(s.good_flag())
                 try:
                     s.check("call")
                     detailed = True

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernel_tui.core.evaluator import harness
+from kernel_tui.core.evaluator import checks
 from kernel_tui.core.evaluator.harness import (
     ArgumentSet,
     CandidateFault,
@@ -25,7 +25,7 @@ HUGE = 1 << 40
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(harness, "CHECK_CHUNK", SMALL)
+    monkeypatch.setattr(checks, "CHECK_CHUNK", SMALL)
 
 
 def spec_of(atol: float = 1e-3, rtol: float = 1e-3) -> TaskSpec:
@@ -49,7 +49,7 @@ def reference(x, w, k, y, z):
 
 
 def message(monkeypatch, chunk: int, out: torch.Tensor, expected: torch.Tensor) -> str:
-    monkeypatch.setattr(harness, "CHECK_CHUNK", chunk)
+    monkeypatch.setattr(checks, "CHECK_CHUNK", chunk)
     with pytest.raises(CandidateFault) as caught:
         compare(out, expected, 1e-3, 1e-3, "case")
     return caught.value.reason
@@ -109,9 +109,9 @@ def test_compare_returns_the_same_max_abs_error_when_everything_passes(monkeypat
     out += noise
     out[4, 9] = expected[4, 9] + 9e-4  # the largest, in the last chunk
     expected[0, 0] = out[0, 0] = float("-inf")  # matched specials count for nothing
-    monkeypatch.setattr(harness, "CHECK_CHUNK", SMALL)
+    monkeypatch.setattr(checks, "CHECK_CHUNK", SMALL)
     chunked = compare(out, expected, 1e-3, 1e-3, "case")
-    monkeypatch.setattr(harness, "CHECK_CHUNK", HUGE)
+    monkeypatch.setattr(checks, "CHECK_CHUNK", HUGE)
     assert chunked == compare(out, expected, 1e-3, 1e-3, "case")
     assert chunked == pytest.approx(9e-4, rel=1e-3)
 
@@ -152,7 +152,7 @@ def test_equal_flag_agrees_with_elementwise_equality_nan_included():
 # --- ArgumentSet ---------------------------------------------------------------------------------------
 
 @pytest.mark.usefixtures("small_chunks")
-def test_snapshots_are_reused_and_still_catch_a_mutated_input():
+def test_a_sides_inputs_are_compared_with_the_truth_in_the_same_buffers_every_call():
     s = ArgumentSet.build(spec_of(), {"n": 6, "m": 9}, "cpu", 1)
     s.compute_expected(reference)
 
@@ -165,17 +165,16 @@ def test_snapshots_are_reused_and_still_catch_a_mutated_input():
             x[5, 8] += 1.0  # in the last chunk
 
     call(False)
-    pointers = {n: t.data_ptr() for n, t in s.snapshots.items()}
+    pointers = {n: t.data_ptr() for n, t in s.side_inputs["local"].items()}
     assert s.check("call", error=False) == 0.0
     call(True)
-    assert {n: t.data_ptr() for n, t in s.snapshots.items()} == pointers
     with pytest.raises(CandidateFault, match="input 'x' was modified"):
         s.check("call", error=False)
-    s.fill(2)  # new inputs: the next snapshot holds them, in the same buffers
+    s.fill(2)  # new inputs: the side gets them at its next call, in the same buffers
     s.compute_expected(reference)
     call(False)
-    assert {n: t.data_ptr() for n, t in s.snapshots.items()} == pointers
-    assert all(torch.equal(s.snapshots[n], s.inputs[n]) for n in s.inputs)
+    assert {n: t.data_ptr() for n, t in s.side_inputs["local"].items()} == pointers
+    assert all(torch.equal(s.side_inputs["local"][n], s.inputs[n]) for n in s.inputs)
     assert s.check("call") == 0.0
 
 
@@ -274,9 +273,10 @@ def test_scaled_tolerances_sample_the_same_positions():
 
 def held_bytes(s: ArgumentSet) -> int:
     """Bytes of every distinct storage the set holds on its device."""
-    tensors = [*s.inputs.values(), *s.snapshots.values(), *s.expected, *s.previous]
+    tensors = [*s.inputs.values(), *(t for side in s.side_inputs.values() for t in side.values()), *s.expected,
+               *s.previous]
     for out in s.outputs.values():
-        tensors += [out.storage, out.view, out.before, *([out.stale] if out.stale is not None else [])]
+        tensors += [*out.storages.values(), out.before, *([out.stale] if out.stale is not None else [])]
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
     return sum(storages.values())
 
@@ -298,12 +298,12 @@ def test_set_bytes_is_what_a_set_holds_after_a_refresh():
     assert ref.calls == 2  # the expected answer and another inputs' answer, the first stale poison
     s.prepare_call()
     assert all(out.stale is not None for out in s.outputs.values())
-    assert held_bytes(s) == set_bytes(spec, dims)
+    assert held_bytes(s) == set_bytes(spec, dims, sides=1)
     s.fill(2)
     s.compute_expected(ref)
     s.prepare_call()
     assert ref.calls == 3 and len(s.previous) == 2
-    assert held_bytes(s) == set_bytes(spec, dims) > set_bytes(spec, dims, stale=False)
+    assert held_bytes(s) == set_bytes(spec, dims, sides=1) > set_bytes(spec, dims, stale=False, sides=1)
 
 
 def test_without_stale_the_reference_runs_once_per_answer():
@@ -314,10 +314,10 @@ def test_without_stale_the_reference_runs_once_per_answer():
     s.compute_expected(ref)
     s.prepare_call()
     assert ref.calls == 1 and all(out.stale is None for out in s.outputs.values())
-    assert held_bytes(s) == set_bytes(spec, dims, stale=False)
+    assert held_bytes(s) == set_bytes(spec, dims, stale=False, sides=1)
     s.fill(2)
     s.compute_expected(ref)
     s.prepare_call()
     assert ref.calls == 2 and s.previous == []  # no old answer is kept either: one answer per set
     assert all(out.stale is None for out in s.outputs.values())
-    assert held_bytes(s) == set_bytes(spec, dims, stale=False)
+    assert held_bytes(s) == set_bytes(spec, dims, stale=False, sides=1)

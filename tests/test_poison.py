@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kernel_tui.core.evaluator import Evaluator, Status
 from kernel_tui.core.evaluator.harness import (
     GUARD,
     INT_SENTINEL,
@@ -16,7 +17,6 @@ from kernel_tui.core.evaluator.harness import (
     GuardedOutput,
 )
 from kernel_tui.core.evaluator.models import TimingPlan
-from kernel_tui.core.evaluator.timing import BlockTimer
 from kernel_tui.core.task import MIN_INTERPRETER_OUTPUT_ELEMENTS, TaskSpec, load_task
 from tests.conftest import FIXTURE_NAMES, FIXTURES
 
@@ -162,7 +162,7 @@ def plain_nan(monkeypatch):
     """The old scheme: NaN everywhere, guards included."""
     real = GuardedOutput.poison
     monkeypatch.setattr(GuardedOutput, "poison",
-                        lambda self, rng, plain, first: real(self, rng, plain=True, first=first))
+                        lambda self, side, rng, plain, first: real(self, side, rng, plain=True, first=first))
 
 
 @pytest.mark.parametrize("sniffer", [sniff_nan, sniff_finite_blocks])
@@ -200,21 +200,31 @@ def test_stale_rows_get_past_random_poison_but_not_a_stale_answer():
     s.check("call")
 
 
-def honest(x, y, out, n):
-    out.copy_(x + y)
+HONEST = """
+def launch(x, y, output, n_elements):
+    output.copy_(x + y)
+"""
+# trusts every element that is not NaN as written already (host code: the policy is off for it)
+SNIFFER = """
+import torch
 
 
-def timer(spec, reference, pairs=3) -> BlockTimer:
-    plan = TimingPlan(pairs=pairs, inner_repeats=3, warmup=1)
-    return BlockTimer(spec, spec.timing_shape("cpu"), "cpu", reference, plan, 0, lambda *a: None, enforce_policy=False)
+def launch(x, y, output, n_elements):
+    output.copy_(torch.where(torch.isnan(output), x + y, output))
+"""
 
 
-def test_timed_calls_catch_a_kernel_that_trusts_its_output(spec, monkeypatch):
-    assert timer(spec, add).run(honest, honest).timed_outputs_checked == 9
-    with pytest.raises(CandidateFault, match="timed call of the candidate"):
-        timer(spec, add).run(honest, sniff_nan)
-    plain_nan(monkeypatch)  # against NaN alone it would have been timed as correct
-    assert timer(spec, add).run(honest, sniff_nan).timed_outputs_checked == 9
+def test_timed_calls_catch_a_kernel_that_trusts_its_output(tmp_path):
+    task = load_task(FIXTURES / "vector_add")
+    ev = Evaluator(task, device="cpu", enforce_policy=False, workdir=tmp_path / "eval", timeout=120)
+    plan = TimingPlan(pairs=3, inner_repeats=3, warmup=1)
+    try:
+        fine = ev.timing_run(HONEST, HONEST, block=0, correctness=False, plan=plan, trusted=True)
+        assert fine.status is Status.ok and fine.timing is not None and fine.timing.timed_outputs_checked == 9
+        caught = ev.timing_run(SNIFFER, HONEST, block=1, correctness=False, plan=plan, trusted=True)
+        assert caught.status is Status.incorrect and "timed call of the candidate" in caught.reason
+    finally:
+        ev.close()
 
 
 # --- CPU-interpreter correctness reaches past the first blocks ------------------------------------

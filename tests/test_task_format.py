@@ -99,7 +99,7 @@ def test_parameters_follow_their_distribution_once_per_shape_and_seed():
     a.compute_expected(lambda x, w, b, out: x @ w.T + b)
     a.prepare_call()
     x, w_arg, b_arg, out = a.args()
-    assert w_arg is a.inputs["w"]
+    assert w_arg is not a.inputs["w"] and torch.equal(w_arg, a.inputs["w"])  # the side's copy of the truth
     out.copy_(x @ w_arg.T + b_arg)
     w_arg.add_(1.0)
     with pytest.raises(CandidateFault, match="input 'w' was modified"):

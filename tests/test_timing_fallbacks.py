@@ -1,93 +1,31 @@
-"""A torch without torch.cuda._sleep: the GPU hold and the stream-order probe cannot run, and the timing
-block, the result and the report say so instead of passing silently.
-
-The GPU code runs here on the CPU: torch.cuda's events, synchronisation, device properties and graph
-capture are replaced by fakes, the argument sets live on the CPU and the "kernel" is host torch code.
-"""
+"""What the GPU timing does where it cannot do everything, and the small rules it decides by: a torch
+without torch.cuda._sleep (no hold: the block says so), the worker's capture check, the window's length,
+and the probe's reading of a busy GPU. The GPU itself is not needed: these run on the CPU."""
 
 from __future__ import annotations
-
-import time
-from types import SimpleNamespace
 
 import pytest
 import torch
 
-from kernel_tui.core.evaluator import streams, timing
-from kernel_tui.core.evaluator.harness import ArgumentSet
-from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
+from kernel_tui.core.evaluator import streams
+from kernel_tui.core.evaluator.models import TimingBlock
+from kernel_tui.core.evaluator.timing import (
+    MAX_WINDOW_CALLS,
+    WINDOW_SECONDS,
+    busy,
+    interference_verdict,
+    window_calls,
+)
 from kernel_tui.core.report import RunRecords, _section_environment
-from kernel_tui.core.task import load_task
-from tests.conftest import FIXTURES
 
 
-class FakeEvent:
-    def __init__(self, enable_timing: bool = False) -> None:
-        self.t = 0.0
-
-    def record(self) -> None:
-        self.t = time.perf_counter()
-
-    def synchronize(self) -> None:
-        pass
-
-    def elapsed_time(self, end: FakeEvent) -> float:
-        return (end.t - self.t) * 1e3
-
-
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """torch.cuda without a GPU, and without torch.cuda._sleep (delete `_sleep` removed, or set it again)."""
+def test_a_torch_without_the_sleep_says_the_gpu_is_not_held(monkeypatch):
     monkeypatch.delattr(torch.cuda, "_sleep", raising=False)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(L2_cache_size=4096))
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    return monkeypatch
-
-
-def reference(x, y, output, n_elements):
-    return (x.float() + y.float()).to(output.dtype)
-
-
-def vector_add(x, y, output, n_elements):
-    output.copy_(reference(x, y, output, n_elements))
-
-
-def flush_block() -> TimingBlock:
-    task = load_task(FIXTURES / "vector_add")
-    timer = timing.BlockTimer(task.spec, task.spec.timing_shape("cpu"), "cpu", reference,
-                              TimingPlan(pairs=2, inner_repeats=2, warmup=1, method="flush"), 1,
-                              lambda *a: None, enforce_policy=False)
-    a = timing._Kernel("incumbent", vector_add, verify=False)
-    b = timing._Kernel("candidate", vector_add, verify=True)
-    b.enforce = False
-    return timer._run_gpu(a, b)  # the GPU path, on CPU tensors
-
-
-def test_a_flush_block_without_the_sleep_reports_no_hold_and_says_why(fake_cuda):
-    block = flush_block()
-    assert block.method == "flush" and block.timed_outputs_checked > 0
-    assert block.hold_seconds is None  # no hold happened, so none is reported
-    assert block.hold_retakes == 0  # and no sample was retaken to lengthen a hold that does not exist
-    assert len(block.warnings) == 2
-    assert all("torch.cuda._sleep is missing" in w for w in block.warnings)
-    assert any("not held" in w for w in block.warnings) and any("stream-order" in w for w in block.warnings)
-
-
-def test_a_flush_block_with_the_sleep_holds_and_warns_of_nothing(fake_cuda):
-    slept = []
-    fake_cuda.setattr(torch.cuda, "_sleep", slept.append, raising=False)
-    fake_cuda.setattr(streams, "_sleep_cycles_per_second", lambda: 1e9)
-    block = flush_block()
-    assert block.hold_seconds is not None and slept
-    assert block.warnings == []
-
-
-def test_old_timing_blocks_still_load():
-    old = {"block": 0, "method": "flush", "shape": "main", "incumbent": [1.0], "candidate": [1.0], "order": ["AB"],
-           "inner_repeats": 5, "hold_seconds": 2.5e-4}
-    assert TimingBlock.model_validate(old).warnings == []
+    assert not streams.can_sleep()
+    (line,) = streams.sleep_warnings()
+    assert "torch.cuda._sleep is missing" in line and "not held" in line
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None, raising=False)
+    assert streams.sleep_warnings() == []
 
 
 class FakeGraphCapture:
@@ -107,31 +45,50 @@ class FakeGraphCapture:
 
 
 @pytest.mark.parametrize("forks", [True, False])
-def test_stream_order_check_without_the_sleep_still_captures(fake_cuda, forks):
-    # the probe needs a blocked stream and cannot run; the capture needs none and still catches a fork
-    fake_cuda.setattr(torch.cuda, "CUDAGraph", lambda: object())
-    fake_cuda.setattr(torch.cuda, "graph", FakeGraphCapture)
-    probes = []
-    fake_cuda.setattr(streams, "_stray_output", lambda *a: probes.append(a))
-    task = load_task(FIXTURES / "vector_add")
-    s = ArgumentSet.build(task.spec, task.spec.timing_shape("cpu").dims, "cpu", 0)
+def test_the_workers_capture_names_a_fork_that_never_joins(monkeypatch, forks):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: object())
+    monkeypatch.setattr(torch.cuda, "graph", FakeGraphCapture)
 
-    def candidate(*args):
-        vector_add(*args)
+    def candidate(x):
+        x.add_(1)
         FakeGraphCapture.forked = forks
 
-    why = streams.check_stream_order(candidate, s)
-    if forks:
-        assert why is not None and why.startswith("side-stream: the candidate forks work"), why
-    else:
-        assert why is None
-    assert not probes
-    assert any("stream-order check cannot block" in w for w in streams.sleep_warnings())
+    why = streams.capture_error(candidate, [torch.zeros(3)])
+    assert (why is not None and "unjoined" in why) if forks else why is None
 
 
-def test_the_report_lists_the_timing_warnings_with_the_timing_labels(tmp_path, fake_cuda):
-    block = flush_block()
-    assert block.warnings
+def test_a_window_lasts_long_enough_and_stays_within_memory():
+    assert window_calls(24e-6, 5, 512) == pytest.approx(WINDOW_SECONDS / 24e-6, abs=1)  # 84 calls of 24 µs
+    assert window_calls(3e-3, 5, 512) == 5  # long kernels: the task's inner repeats
+    assert window_calls(1e-7, 5, 10_000) == MAX_WINDOW_CALLS
+    assert window_calls(24e-6, 5, 3) == 3  # memory allows three sets: three calls
+    assert window_calls(24e-6, 5, 0) == 1
+
+
+def test_the_probe_names_the_candidate_only_when_the_gpu_was_busy_after_its_own_windows():
+    quiet = 280e-6
+    assert not busy(300e-6, quiet) and busy(2e-3, quiet)  # a time slice of another process's work
+    assert interference_verdict({"candidate": 0, "incumbent": 0}, 25) is None
+    assert interference_verdict({"candidate": 1, "incumbent": 0}, 25) is None  # one hiccup is no pattern
+    status, reason = interference_verdict({"candidate": 9, "incumbent": 1}, 25)
+    assert status == "tampering" and "left work running" in reason
+    status, reason = interference_verdict({"candidate": 9, "incumbent": 8}, 25)
+    assert status == "evaluator_fault" and "another process" in reason
+
+
+def test_old_timing_blocks_still_load_and_a_time_must_be_a_time():
+    old = {"block": 0, "method": "flush", "shape": "main", "incumbent": [1.0], "candidate": [1.0], "order": ["AB"],
+           "inner_repeats": 5, "hold_seconds": 2.5e-4}
+    assert TimingBlock.model_validate(old).warnings == []
+    for bad in ([0.0], [-1e-6], [float("inf")], [float("nan")]):
+        with pytest.raises(ValueError):
+            TimingBlock.model_validate({**old, "candidate": bad})
+
+
+def test_the_report_lists_the_timing_warnings_with_the_timing_labels(tmp_path):
+    block = TimingBlock(block=0, method="window", shape="main", incumbent=[2e-5], candidate=[2e-5], order=["AB"],
+                        inner_repeats=80, warnings=streams.sleep_warnings() or ["a warning the block carried"])
     records = RunRecords(workspace=tmp_path, baseline_eval={"status": "ok", "timing": block.model_dump(mode="json")})
     lines = _section_environment(records)
     assert [ln for ln in lines if ln.startswith("- timing warning: ")] == [

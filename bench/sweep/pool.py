@@ -39,7 +39,7 @@ def pool_init() -> None:
     import torch  # noqa: F401 - paid once per process, while the parent does other work
     import triton  # noqa: F401
 
-    from kernel_tui.core.evaluator import worker  # noqa: F401
+    from kernel_tui.core.evaluator import evaluator  # noqa: F401
 
 
 def precompile_task(item: tuple[int, str, str]) -> dict:

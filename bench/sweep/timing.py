@@ -1,4 +1,5 @@
-"""One timing block in this process (the evaluator's worker, run directly) and the shapes it times at."""
+"""One timing block through the evaluator's judge (a judge process and its workers, forked from one fork
+server per task) and the shapes it times at."""
 
 from __future__ import annotations
 
@@ -12,10 +13,6 @@ from typing import Any
 from bench.sweep.settings import PRECOMPILE_MAX_BYTES
 
 
-def _quiet(_phase: str, _k: int, _n: int) -> None:
-    pass
-
-
 def timing_request(spec_dict: dict, task, candidate: str, incumbent: str, device: str, plan, block: int,
                    enforce_policy: bool = True):
     from kernel_tui.core.evaluator.models import WorkerRequest
@@ -25,15 +22,31 @@ def timing_request(spec_dict: dict, task, candidate: str, incumbent: str, device
                          block=block, enforce_policy=enforce_policy)
 
 
-def run_block(req) -> dict:
-    """One worker.run (a fresh workdir each time) summarised: medians of both sides and of the pairs."""
-    from kernel_tui.core.evaluator import worker
+_EVALUATORS: dict[tuple, Any] = {}
 
+
+def _evaluator(req):
+    """One Evaluator (one fork server, one Triton cache per source) per task, device and policy."""
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.task import Task, TaskSpec
+
+    key = (req.model_dump_json(include={"task", "reference_source", "device"}), req.enforce_policy)
+    if key not in _EVALUATORS:
+        spec = TaskSpec.model_validate(req.task)
+        task = Task(root=Path(tempfile.gettempdir()), spec=spec, reference_source=req.reference_source,
+                    baseline_source=req.incumbent_source or req.candidate_source)
+        _EVALUATORS[key] = Evaluator(task, device=req.device, enforce_policy=req.enforce_policy, timeout=600)
+    return _EVALUATORS[key]
+
+
+def run_block(req) -> dict:
+    """One block by the judge, summarised: medians of both sides and of the pairs."""
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryDirectory(prefix="kt-sweep-") as d:
-            res = worker.run(req, Path(d), _quiet)
-    except Exception as exc:  # noqa: BLE001 - the worker's own last resort, as in worker.main
+        res = _evaluator(req).timing_run(req.candidate_source, req.incumbent_source or req.candidate_source,
+                                         block=req.block, correctness=req.check_correctness, plan=req.timing,
+                                         trusted=not req.enforce_policy)
+    except Exception as exc:  # noqa: BLE001 - the evaluator's own last resort
         return {"status": "crashed", "reason": f"{type(exc).__name__}: {exc}", "wall_s": time.perf_counter() - t0}
     out: dict[str, Any] = {"status": res.status.value, "reason": res.reason, "wall_s": time.perf_counter() - t0}
     if res.timing is not None:

@@ -9,9 +9,8 @@ import tempfile
 from pathlib import Path
 
 from kernel_tui.core.evaluator.evaluator import Evaluator
-from kernel_tui.core.evaluator.memory import MemoryPlan, plan
+from kernel_tui.core.evaluator.memory import MemoryPlan, host_free_bytes, plan
 from kernel_tui.core.evaluator.runner import package_paths, worker_env
-from kernel_tui.core.evaluator.worker import host_free_bytes
 
 # Device-to-device copy of a 1 GiB buffer, counting bytes read and written, best of 20 after warm-up.
 _COPY_BANDWIDTH = """

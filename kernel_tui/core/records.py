@@ -63,6 +63,7 @@ class Preflight(_Record):
     baseline: str
     device: str
     sandbox: str = ""  # what confines the evaluation workers here, and which protection is missing
+    not_confined: str = ""  # "candidates are not confined: ..." where essential protection is missing or off
     time: str = Field(default_factory=now_iso)
 
 

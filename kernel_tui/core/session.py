@@ -138,6 +138,7 @@ class Session:
             status="ok" if ok else "failed", reference=reference,
             baseline=check.reason if not ok else f"correct on {len(check.cases)} shape×seed cases",
             device=self.evaluator.device, sandbox=check.sandbox.summary() if check.sandbox else "",
+            not_confined=check.sandbox.not_confined() if check.sandbox else "",
         )
         env = check.environment.model_dump() if check.environment else {"device": self.evaluator.device}
         self.ws.write_json("environment.json", env)

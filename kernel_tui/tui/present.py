@@ -110,8 +110,10 @@ def device_label(ws: Workspace, device: str) -> str:
 
 
 def status_view(ws: Workspace, device: str, info: ProposerInfo, used: int, total: int, **kw) -> StatusView:
+    preflight = ws.read_json("preflight.json") or {}
     return StatusView(device=device_label(ws, device), proposer=f"{info.name} [{info.kind}]",
-                      model=info.model or NA, used=used, total=total, **kw)
+                      model=info.model or NA, used=used, total=total,
+                      not_confined=str(preflight.get("not_confined") or ""), **kw)
 
 
 # --- the candidate pane --------------------------------------------------------------------------------

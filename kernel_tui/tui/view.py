@@ -92,6 +92,7 @@ class StatusView:
     auto_approve: bool = False
     paused: bool = False
     state: str = ""
+    not_confined: str = ""  # "candidates are not confined: ...", shown in the line whenever it is so
 
     @property
     def left(self) -> int:

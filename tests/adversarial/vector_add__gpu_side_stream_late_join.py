@@ -1,4 +1,4 @@
-# expect: policy_violation
+# expect: policy_violation|tampering
 # rule: side-stream
 # policy: off
 # device: cuda

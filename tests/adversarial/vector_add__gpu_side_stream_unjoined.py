@@ -1,8 +1,7 @@
-# expect: policy_violation
-# rule: side-stream
+# expect: tampering|rejected|incorrect
 # policy: off
 # device: cuda
-# why: with the static policy off, launches on a private stream that never joins the timed one (the runtime stream-order check)
+# why: with the static policy off, launches on a private stream that never waits for the timed window: written before the window opens (tampering), or timed whole (its context holds the GPU until its work is done), never faster than it is
 import torch
 import triton
 import triton.language as tl

@@ -9,6 +9,7 @@ the gate tests across.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import statistics
@@ -25,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core import gate
+from kernel_tui.core.evaluator.fork_server import ForkServer
 from kernel_tui.core.evaluator.memory import MAX_LEVEL, gib, parse_bytes
 from kernel_tui.core.evaluator.models import (
     EvalResult,
@@ -35,7 +37,8 @@ from kernel_tui.core.evaluator.models import (
     WorkerRequest,
     WorkerResult,
 )
-from kernel_tui.core.evaluator.runner import ForkServer, package_paths, run_worker
+from kernel_tui.core.evaluator.protocol import WorkerSetup
+from kernel_tui.core.evaluator.runner import package_paths, run_judge, run_worker, worker_env
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker, netns
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.profile.ncu import METRIC_NAMES, NCU_PORTS, ncu_messages, ncu_wrapper
@@ -122,6 +125,10 @@ def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
     if block.method == "interpreter":
         return INTERPRETER_LABEL
     on = f" on {device_name}" if device_name else ""
+    if block.method == "window":
+        handoff = f", {block.handoff_seconds * 1e6:.0f} µs handoff subtracted" if block.handoff_seconds else ""
+        return (f"GPU kernel time{on}: {block.inner_repeats} calls back to back per window over rotating input sets, "
+                f"L2 flushed before each window, timed by the judge across processes{handoff}") + _memory_note(block)
     if block.method == "graph":
         return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets" + _memory_note(block)
     return f"GPU kernel time{on}: L2 flushed ({block.l2_flush_bytes / 2**20:.0f} MiB) before each call" + _memory_note(block)
@@ -157,6 +164,7 @@ class Evaluator:
         fork_server: bool = True,
         memory_budget: int | None = None,
         gpu: str | None = None,
+        unconfined: bool = False,
     ) -> None:
         self.task = task
         # a lease of the GPU pool: every worker of this evaluator (both sides of each paired block) runs on it
@@ -165,7 +173,9 @@ class Evaluator:
         # absolute: workers (forked ones too) change directory before they read their paths
         self.workdir = (Path(workdir) if workdir else Path(mkdtemp(prefix="kernel-tui-eval-"))).resolve()
         # a folder of our own making goes when the evaluator does (or at exit); a given one is the caller's
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self.workdir, True) if workdir is None else None
+        # (KERNEL_TUI_KEEP_WORKDIR=1 keeps it, for a look at the judges' logs)
+        keep = workdir is not None or os.environ.get("KERNEL_TUI_KEEP_WORKDIR") == "1"
+        self._cleanup = None if keep else weakref.finalize(self, shutil.rmtree, self.workdir, True)
         self.triton_cache = self.workdir / "triton-cache"
         self.enforce_policy = enforce_policy
         self.cancel = cancel or threading.Event()
@@ -187,6 +197,9 @@ class Evaluator:
             build_plan(self.device, self.triton_cache, package_paths())
             if os.environ.get("KERNEL_TUI_SANDBOX", "1") != "0" else None
         )
+        # --unconfined (KERNEL_TUI_UNCONFINED=1): run candidates even where user namespaces or Landlock are
+        # missing; every result says so
+        self.unconfined = unconfined or os.environ.get("KERNEL_TUI_UNCONFINED", "0") == "1"
 
     @property
     def address_space_limit(self) -> int | None:
@@ -201,7 +214,9 @@ class Evaluator:
             if self._server is None or not self._server.alive:
                 if self._server is not None:
                     self._server.close()
-                self._server = ForkServer(self.workdir / "fork-server", self.device, self.triton_cache, self.gpu)
+                folder = self.workdir / "fork-server"
+                self._server = ForkServer(folder, worker_env(folder, self.device, self.triton_cache, self.gpu),
+                                          package_paths())
                 weakref.finalize(self, self._server.close)
                 if not self._server.alive:
                     self._use_fork_server = False
@@ -276,19 +291,44 @@ class Evaluator:
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None,
         block: int, deadline: float, phase: str, trusted: bool,
     ) -> WorkerResult:
-        workdir = self._next_workdir()
+        """One block: a judge process with the workers it needs (the candidate; the incumbent and, on a GPU,
+        the timing probe when the block is timed)."""
+        folder = self._next_workdir()
         request = self._request(candidate, incumbent, correctness=correctness, timing=timing, block=block,
-                                trusted=trusted, workdir=workdir)
+                                trusted=trusted, workdir=folder)
+        setups = [self._setup("candidate", candidate, folder, enforce=self.enforce_policy and not trusted)]
+        if timing is not None:
+            setups.append(self._setup("incumbent", candidate if incumbent is None else incumbent, folder,
+                                      enforce=False))
+            if self.device == "cuda":
+                setups.append(self._setup("probe", "", folder, enforce=False))
         remaining = max(1.0, deadline - time.monotonic())
-        return run_worker(
-            request, workdir, timeout=remaining,
-            triton_cache=self.triton_cache, cancel=self.cancel, server=self._fork_server(), gpu=self.gpu,
-            on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
+        return run_judge(
+            request, setups, folder, timeout=remaining, cancel=self.cancel, server=self._fork_server(),
+            gpu=self.gpu, on_progress=lambda ph, k, n: self._emit(phase if ph == "timing" else ph, k, n, block),
         )
 
+    def _setup(self, role: str, source: str, folder: Path, *, enforce: bool) -> WorkerSetup:
+        """A worker's setup: its own fresh folder inside the judge's, and a Triton cache of its own source's
+        that no other side writes (a candidate cannot leave slow binaries for the incumbent)."""
+        digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+        cache = (self.triton_cache / f"{role}-{digest}").resolve()
+        own = (folder / role).resolve()
+        sandbox = None
+        if self._sandbox is not None:
+            sandbox = self._sandbox.model_copy(update={"write": [str(own), str(cache)]})
+        return WorkerSetup(role=role, source=source, entrypoint=self.task.spec.entrypoint, device=self.device,
+                           enforce_policy=enforce, sandbox=sandbox, folder=str(own), triton_cache=str(cache))
+
     def _next_workdir(self) -> Path:
-        self._runs += 1
-        return self.workdir / f"worker-{self._runs:04d}"
+        """A folder no process has had: numbering goes on past any folder an earlier evaluator left here (a
+        resumed workspace starts counting from one again)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        while True:
+            self._runs += 1
+            folder = self.workdir / f"worker-{self._runs:04d}"
+            if not os.path.lexists(folder):
+                return folder
 
     def _request(
         self, candidate: str, incumbent: str | None, *, correctness: bool, timing: TimingPlan | None, block: int,
@@ -308,6 +348,7 @@ class Evaluator:
             enforce_policy=self.enforce_policy and not trusted,
             sandbox=for_worker(sandbox, workdir) if sandbox else None,
             memory_level=self.memory_level, memory_budget=self.memory_budget, profile=profile,
+            allow_unconfined=self.unconfined,
         )
 
     def compile_facts(self, candidate: str) -> WorkerResult:

@@ -14,6 +14,7 @@ worker plans again from what is free when it starts timing.
 from __future__ import annotations
 
 import math
+import os
 import re
 
 from pydantic import BaseModel, ConfigDict
@@ -105,14 +106,17 @@ def _bytes_of(spec: TaskSpec, dims: dict[str, int], kinds: set[str], *, guard: b
     return total
 
 
-def set_bytes(spec: TaskSpec, dims: dict[str, int], *, stale: bool = True) -> int:
-    """Device bytes one ArgumentSet holds after compute_expected: the inputs and parameters twice (the
-    tensors and their snapshots), each output's guarded storage twice (the storage and the copy of its
-    poison), the expected answer, and the previous inputs' answer (stale poison) when `stale`."""
+def set_bytes(spec: TaskSpec, dims: dict[str, int], *, stale: bool = True, sides: int = 2) -> int:
+    """Device bytes one ArgumentSet holds after compute_expected: the judge's inputs (the truth) and each
+    side's copy of them, the judge's copy of each output's poison and each side's guarded storage, the
+    expected answer, and the previous inputs' answer (stale poison) when `stale`. Timing holds two sides
+    (the incumbent and the candidate, each in memory of its own) and a snapshot of each output taken the
+    moment a timed window closes."""
     args = _bytes_of(spec, dims, {t.kind for t in spec.tensors if t.is_argument_tensor})
     guarded = _bytes_of(spec, dims, {"output"}, guard=True)
     answer = _bytes_of(spec, dims, {"output"})
-    return 2 * args + 2 * guarded + answer * (2 if stale else 1)
+    snapshot = 1 if sides > 1 else 0
+    return (1 + sides) * args + (1 + sides + snapshot) * guarded + answer * (2 if stale else 1)
 
 
 def fill_bytes(spec: TaskSpec, dims: dict[str, int]) -> int:
@@ -193,3 +197,58 @@ def requested_bytes(exc: BaseException) -> int | None:
 def first_line(exc: BaseException) -> str:
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
     return f"{type(exc).__name__}: {lines[0][:200] if lines else ''}"
+
+
+def free_bytes(device: str, budget: int | None) -> int:
+    """Memory this worker may plan with: what the device has free (the host's available memory under
+    the CPU interpreter), capped by the request's budget."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()  # what this process cached but no longer holds is free for the plan
+        free = torch.cuda.mem_get_info()[0]
+    else:
+        free = host_free_bytes()
+    return min(free, budget) if budget is not None else free
+
+
+def host_free_bytes() -> int:
+    """The host memory a CPU-interpreter worker may plan with: what the kernel says is available (half the
+    physical memory where it cannot be read), and no more than half the address-space limit, if any."""
+    import resource
+
+    free = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free = int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return min(free, soft // 2) if soft != resource.RLIM_INFINITY else free
+
+
+def blame_out_of_memory(side: str, cause: str, requested: int | None, held: int,
+                        plan: MemoryPlan, what: str) -> tuple[str, str]:
+    """(status, reason) for a side's call that ran out of memory: the candidate's fault when it asked for
+    more than the room the plan keeps for a kernel's own allocations, or when it fails even under the
+    smallest plan; otherwise the evaluator's buffers left too little, and the evaluation is retried smaller."""
+    if side == "candidate":
+        asked = (requested or 0) + max(held, 0)
+        if asked > plan.workspace_bytes:
+            return "runtime_error", (
+                f"{what}: the candidate ran out of memory asking for {gib(asked)} beyond its arguments; the evaluator "
+                f"keeps {gib(plan.workspace_bytes)} free for a kernel's own allocations ({cause})")
+        if plan.level >= MAX_LEVEL:
+            return "runtime_error", (
+                f"{what}: the candidate ran out of memory even under the evaluator's smallest plan "
+                f"({plan.summary(1)}) ({cause})")
+    return "evaluator_fault", evaluator_out_of_memory(what, cause, plan, side)
+
+
+def evaluator_out_of_memory(what: str, error: BaseException | str, plan: MemoryPlan | None, side: str = "") -> str:
+    during = f" in the {side}'s call" if side else ""
+    planned = f" ({plan.summary()})" if plan is not None else ""
+    cause = error if isinstance(error, str) else first_line(error)
+    return f"{what}: the evaluator ran out of memory{during} with its own buffers{planned}: {cause}"

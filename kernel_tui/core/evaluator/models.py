@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.evaluator.memory import MemoryPlan
@@ -24,6 +24,9 @@ class Status(StrEnum):  # StrEnum: shown as its value ("ok"), in f-strings too
     invalid_task = "invalid_task"
     cancelled = "cancelled"
     sandbox_violation = "sandbox_violation"  # tried to reach outside the worker (files, network, processes)
+    # acted on the evaluation itself: wrote its outputs outside its timed window, left work running on the
+    # device after its turn, sent the judge something that is not a message of the protocol
+    tampering = "tampering"
     # the evaluator's own failure (it ran out of device memory for its buffers): nothing is said of the
     # candidate, and the round is not judged
     evaluator_fault = "evaluator_fault"
@@ -33,7 +36,8 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-TimingMethod = Literal["graph", "flush", "interpreter"]
+# window: the judge times a worker's calls across processes (graph and flush: records made before)
+TimingMethod = Literal["window", "graph", "flush", "interpreter"]
 
 
 class TimingPlan(_Frozen):
@@ -64,12 +68,16 @@ class WorkerRequest(_Frozen):
     # profile: after warm-up calls, one call of the candidate at the timing shape between cudaProfilerStart
     # and Stop (a profiler wrapping the worker records that range alone); nothing is checked or timed
     profile: bool = False
+    timeout_seconds: float = 180.0  # the judge's own limit for the block (the caller kills it a little later)
+    # run the sides even where essential confinement (user namespaces, Landlock) is missing: --unconfined
+    allow_unconfined: bool = False
 
 
 class CaseResult(_Frozen):
     shape: str
     seed: int
     passed: bool
+    values: Literal["drawn", "edge"] = "drawn"  # edge: the draw with zeros, subnormals and tail values planted
     max_abs_error: float | None = None
     detail: str = ""
 
@@ -94,6 +102,17 @@ class TimingBlock(_Frozen):
     # what this process could not do as designed (no GPU hold, a partial stream-order check), one line each
     warnings: list[str] = Field(default_factory=list)
     memory: MemoryPlan | None = None  # how the block's device memory was planned
+    # window timing: the cross-process handoff measured by the probe and subtracted from each window
+    handoff_seconds: float | None = None
+    phase_seconds: dict[str, float] = Field(default_factory=dict)  # where the block's wall time went
+
+    @field_validator("incumbent", "candidate")
+    @classmethod
+    def _times(cls, v: list[float]) -> list[float]:
+        """A time is positive and finite, or it is no time: such a block is refused, never judged."""
+        if not all(0.0 < t < float("inf") for t in v):
+            raise ValueError("every sample must be a positive, finite number of seconds")
+        return v
 
 
 class Environment(_Frozen):

@@ -1,18 +1,18 @@
-"""Starts one worker process and brings back its result, whatever the candidate does.
+"""Starts one judge (or profile worker) process and brings back its result, whatever the candidate does.
 
-The worker runs under `python -I` (no user site, no PYTHON* variables) with an allowlisted environment, its
-own HOME, TMPDIR and Triton cache, in its own process group so that a hang is killed whole. A crash
-(segfault, abort, SIGKILL) or a missing result becomes a `crashed` result with the signal and the last
-line of stderr; a hang past the deadline becomes `timeout`; a set cancel event becomes `cancelled`.
+The process runs under `python -I` (no user site, no PYTHON* variables) with an allowlisted environment, in
+its own session so that a hang is killed whole. A judge's result comes back over a pipe this process made,
+which no worker holds; its progress comes the same way. A judge that dies or sends no result becomes
+`crashed` with the signal and the last line of its stderr; a hang past the deadline becomes `timeout`; a set
+cancel event becomes `cancelled`.
 
-Importing torch and triton costs seconds per process, and a gate decision takes several processes, so
-workers are normally forked from a fork server that paid those imports once (it never touches the
-GPU, so each child initialises its own CUDA context); a fresh `python -I` per worker is the fallback.
+Importing torch and triton costs seconds per process, and a gate decision takes several blocks, so the
+processes are normally forked from a fork server that paid those imports once (fork_server.py); a fresh
+`python -I` per process is the fallback.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
@@ -25,9 +25,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kernel_tui.core.evaluator.fork_server import ForkServer
 from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult
+from kernel_tui.core.evaluator.protocol import WorkerSetup
 from kernel_tui.core.evaluator.sandbox import libcuda_dir
-from kernel_tui.core.evaluator.worker import BOOTSTRAP, FORK_SERVER_BOOTSTRAP
 
 ENV_ALLOWLIST = {
     "PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME",
@@ -38,9 +39,24 @@ ENV_ALLOWLIST = {
     "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
     # numerics libraries that need them on some CPUs
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    # the judge's window length, for measuring it (timing.py)
+    "KERNEL_TUI_WINDOW_SECONDS",
 }
 
 ProgressFn = Callable[[str, int, int], None]
+# The processes' entry points, named here so that the caller never imports the modules (they import torch).
+BOOTSTRAP = (  # the profile worker: worker REQUEST.json RESULT.json
+    "import json,sys;"
+    "sys.path[:0]=json.load(open(sys.argv[1]))['sys_path'];"
+    "from kernel_tui.core.evaluator.worker import main;"
+    "main(sys.argv[1:])"
+)
+JUDGE_BOOTSTRAP = (  # the judge: FOLDER RESULT_FD PATHS_JSON
+    "import json,sys;"
+    "sys.path[:0]=json.loads(sys.argv[3]);"
+    "from kernel_tui.core.evaluator.judge import main;"
+    "main(sys.argv[1], int(sys.argv[2]))"
+)
 
 
 def worker_env(workdir: Path, device: str, triton_cache: Path, gpu: str | None = None) -> dict[str, str]:
@@ -78,78 +94,6 @@ def _tail(path: Path, limit: int = 300) -> str:
     except OSError:
         return ""
     return lines[-1][-limit:] if lines else ""
-
-
-class ForkServer:
-    """A long-lived process that forks workers on request (see worker.serve_forks)."""
-
-    def __init__(self, workdir: Path, device: str, triton_cache: Path, gpu: str | None = None) -> None:
-        workdir, triton_cache = workdir.resolve(), triton_cache.resolve()
-        workdir.mkdir(parents=True, exist_ok=True)
-        triton_cache.mkdir(parents=True, exist_ok=True)
-        self._log = open(workdir / "fork-server.log", "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", FORK_SERVER_BOOTSTRAP, json.dumps(package_paths())],
-            cwd=workdir, env=worker_env(workdir, device, triton_cache, gpu), stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._log, text=True, bufsize=1, start_new_session=True,
-        )
-        self._ids = itertools.count(1)
-        self._cond = threading.Condition()
-        self._pids: dict[int, int] = {}
-        self._exits: dict[int, int] = {}
-        self._ready = False
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        with self._cond:
-            self._cond.wait_for(lambda: self._ready or self.proc.poll() is not None, timeout=180)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            parts = line.split()
-            with self._cond:
-                if parts == ["ready"]:
-                    self._ready = True
-                elif len(parts) == 3 and parts[0] == "pid":
-                    self._pids[int(parts[1])] = int(parts[2])
-                elif len(parts) == 3 and parts[0] == "exit":
-                    self._exits[int(parts[1])] = int(parts[2])
-                self._cond.notify_all()
-        with self._cond:
-            self._ready = False
-            self._cond.notify_all()
-
-    @property
-    def alive(self) -> bool:
-        return self._ready and self.proc.poll() is None
-
-    def spawn(self, req_path: Path, res_path: Path, workdir: Path) -> int | None:
-        ident = next(self._ids)
-        line = json.dumps({"id": ident, "request": str(req_path), "result": str(res_path), "workdir": str(workdir)})
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
-            return None
-        with self._cond:
-            self._cond.wait_for(lambda: ident in self._pids or not self.alive, timeout=30)
-            return self._pids.pop(ident, None)
-
-    def exit_code(self, pid: int, wait: float = 0.0) -> int | None:
-        with self._cond:
-            if wait:
-                self._cond.wait_for(lambda: pid in self._exits or not self.alive, timeout=wait)
-            return self._exits.pop(pid, None) if pid in self._exits else None
-
-    def close(self) -> None:
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            _kill_group(self.proc.pid)
-        self._log.close()
 
 
 def _kill_group(pid: int) -> None:
@@ -208,7 +152,7 @@ def run_worker(
     progress = _Progress(workdir / "progress.jsonl", on_progress)
 
     forked = server is not None and server.alive and not wrapper
-    pid = server.spawn(req_path, res_path, workdir) if forked and server is not None else None
+    pid = server.spawn("profile", workdir, [str(req_path), str(res_path)]) if forked and server is not None else None
     proc = None
     if pid is None:  # no fork server: a fresh interpreter
         with open(workdir / "stdout.log", "wb") as out, open(workdir / "stderr.log", "wb") as err:
@@ -260,3 +204,119 @@ def run_worker(
     return WorkerResult(
         status=Status.crashed, reason=f"the worker process died ({how})" + (f": {detail}" if detail else "")
     )
+
+
+def _judge_tail(folder: Path) -> str:
+    return _tail(folder / "judge.err")
+
+
+def run_judge(
+    request: WorkerRequest,
+    setups: list[WorkerSetup],
+    folder: Path,
+    *,
+    timeout: float,
+    cancel: threading.Event | None = None,
+    on_progress: ProgressFn | None = None,
+    server: ForkServer | None = None,
+    gpu: str | None = None,
+) -> WorkerResult:
+    """One block: a judge in `folder` (which must not exist yet: it is made here, fresh) with its workers."""
+    folder = folder.resolve()
+    folder.mkdir(mode=0o700)
+    for setup in setups:
+        (folder / f"{setup.role}.side.json").write_text(setup.model_dump_json(), encoding="utf-8")
+    request = request.model_copy(update={"sys_path": package_paths(), "timeout_seconds": timeout})
+    (folder / "request.json").write_text(request.model_dump_json(), encoding="utf-8")
+    read_end, write_end = os.pipe()
+    os.set_inheritable(write_end, True)
+    try:
+        pid = server.spawn("judge", folder, [], write_end) if server is not None and server.alive else None
+        proc = None
+        if pid is None:
+            with open(folder / "judge.out", "wb") as out, open(folder / "judge.err", "wb") as err:
+                proc = subprocess.Popen(
+                    [sys.executable, "-I", "-c", JUDGE_BOOTSTRAP, str(folder), str(write_end), json.dumps(package_paths())],
+                    cwd=folder, env=worker_env(folder, request.device, folder / "triton-cache", gpu),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, pass_fds=[write_end],
+                )
+            pid = proc.pid
+    finally:
+        os.close(write_end)
+    reader = _JudgeReader(read_end, on_progress)
+    try:
+        return reader.run(pid, proc, server, folder, timeout + 15.0, cancel)
+    finally:
+        os.close(read_end)
+        _kill_group(pid)
+
+
+class _JudgeReader:
+    """Reads the judge's pipe: progress lines as they come, the result line at the end."""
+
+    def __init__(self, fd: int, on_progress: ProgressFn | None) -> None:
+        self.fd, self.on_progress = fd, on_progress
+        self.buffer = b""
+        self.result: WorkerResult | None = None
+        self.unreadable = False
+
+    def _lines(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and "result" in msg:
+                try:
+                    self.result = WorkerResult.model_validate(msg["result"])
+                except (ValidationError, ValueError, TypeError):
+                    self.unreadable = True
+            elif isinstance(msg, dict) and "progress" in msg and self.on_progress is not None:
+                try:
+                    phase, k, n = msg["progress"]
+                    self.on_progress(str(phase), int(k), int(n))
+                except (ValueError, TypeError):
+                    continue
+
+    def run(self, pid: int, proc, server, folder: Path, limit: float,
+            cancel: threading.Event | None) -> WorkerResult:
+        import select
+
+        deadline = time.monotonic() + limit
+        while True:
+            if cancel is not None and cancel.is_set():
+                _kill_group(pid)
+                return WorkerResult(status=Status.cancelled, reason="cancelled")
+            if time.monotonic() > deadline:
+                _kill_group(pid)
+                return WorkerResult(status=Status.timeout,
+                                    reason=f"no answer within {limit:.0f} s: killed (a hang, or far too slow)")
+            ready, _, _ = select.select([self.fd], [], [], 0.05)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                break
+            self._lines(chunk)
+        if self.result is not None:
+            return self.result
+        code = _exit_code(pid, proc, server)
+        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        detail = _judge_tail(folder)
+        what = "an unreadable result" if self.unreadable else "no result"
+        return WorkerResult(status=Status.crashed, reason=f"the evaluation's judge process left {what} ({how})"
+                            + (f": {detail}" if detail else ""))
+
+
+def _exit_code(pid: int, proc, server) -> int | None:
+    if proc is not None:
+        try:
+            return proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(pid)
+            return proc.wait()
+    if server is not None:
+        return server.exit_code(pid, 10.0)
+    return None

@@ -112,6 +112,8 @@ def _section_environment(r: RunRecords) -> list[str]:
         p = r.preflight
         out.append(f"- preflight: **{p.status}** on {p.device} (reference: {cell(p.reference, 100)}; "
                    f"baseline: {cell(p.baseline, 100)})")
+        if p.not_confined:  # in words, every time: the verdicts rest on it
+            out.append(f"- **{cell(p.not_confined, 300)}**")
         out.append(f"- {cell(p.sandbox, 400)}" if p.sandbox else "- sandbox: not recorded (an older preflight)")
     return out + [""]
 

@@ -194,6 +194,9 @@ class StatusLine(Static):
         if s is not None:
             interp = "interpreter" in s.device.lower()
             out.append(s.device, style="bold red" if interp else "bold")
+            if s.not_confined:
+                out.append(" │ ")
+                out.append("candidates are not confined", style="bold red")
             out.append(f" │ {s.left} of {s.total} rounds left │ ")
         out.append("auto-approve ON" if self.auto else "auto-approve off", style="bold magenta" if self.auto else "")
         if self.paused:

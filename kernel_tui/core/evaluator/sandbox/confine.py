@@ -18,6 +18,7 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
 
 # Landlock (include/uapi/linux/landlock.h); the syscall numbers are the same on x86-64 and arm64.
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -77,22 +78,25 @@ def _no_new_privs(libc) -> str | None:
     return None
 
 
-def _namespaces(libc, network: bool = True) -> tuple[str, str | None]:
-    """A new user namespace (mapped to the same ids) and, with `network`, a new network namespace. The
-    user namespace needs a process with one thread: the fork server's children and a fresh worker both
-    are, here (a worker under ncu may not be: its injection library starts threads)."""
+def _namespaces(libc, network: bool = True) -> list[tuple[str, str | None]]:
+    """A new user namespace (mapped to the same ids), a new IPC namespace (System V and POSIX message queues
+    made here vanish with the worker and never meet another process's) and, with `network`, a new network
+    namespace. The user namespace needs a process with one thread: the judge's children are, here (a worker
+    under ncu may not be: its injection library starts threads)."""
     uid, gid = os.getuid(), os.getgid()
     if not network:  # the profiler's private network is this worker's already: keep it, drop the rights
         if libc.unshare(CLONE_NEWUSER) != 0:
-            return "user namespace", _unshare_failed("unshare(user)")
-        return _map_ids(uid, gid, "user namespace")
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        why = _unshare_failed("unshare(user, net)")
-        # root can still leave the network where a user namespace cannot be had
-        if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET) == 0:
-            return "no network (network namespace)", None
-        return "no network", why
-    return _map_ids(uid, gid, "no network (user and network namespaces)")
+            return [("user namespace", _unshare_failed("unshare(user)"))]
+        return [_map_ids(uid, gid, "user namespace")]
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC) != 0:
+        why = _unshare_failed("unshare(user, net, ipc)")
+        # root can still leave the network where a user namespace cannot be had: that keeps root's
+        # capabilities over the host, so the layer is reported missing, never active
+        if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0:
+            return [("no network, no shared IPC (network and IPC namespaces)", None),
+                    ("user namespace", f"{why}: the worker keeps root's capabilities over the host")]
+        return [("no network", why)]
+    return [_map_ids(uid, gid, "no network, no shared IPC (user, network and IPC namespaces)")]
 
 
 def _unshare_failed(what: str) -> str:
@@ -305,9 +309,11 @@ def apply(plan: SandboxPlan) -> SandboxReport:
             raise SandboxRefused(f"a profiled worker must run in the profiler's private network (loopback only); "
                                  f"this one sees {', '.join(interfaces) or 'no interface'}")
         active.append("no network (the profiler's private loopback)")
-        layer(*_namespaces(libc, network=False))
+        for name, why in _namespaces(libc, network=False):
+            layer(name, why)
     else:
-        layer(*_namespaces(libc))
+        for name, why in _namespaces(libc):
+            layer(name, why)
     on, off = _limits(plan)
     active += on
     missing += off

@@ -80,6 +80,12 @@ class Guard:
         elif event in ("os.kill", "os.killpg") and args and args[0] not in (0, os.getpid(), os.getpgrp()):
             self._record("sandbox-signal", f"{event}({args[0]}) — a candidate may not signal other processes")
         elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function"):
+            self._native(event)
+
+    def _native(self, event: str) -> None:
+        """The worker's own code drives the device through ctypes (stream memory operations): only the side's
+        own native calls are named."""
+        if self._from_candidate():
             self._record("sandbox-native", f"{event} — raw native calls go around every check")
 
     def _open(self, path, mode, flags) -> None:

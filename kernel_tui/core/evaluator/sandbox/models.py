@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The layers without which a candidate is not confined at all (their absence needs an explicit opt-in).
+ESSENTIAL = ("user namespace", "no network", "Landlock:")
+
 
 class SandboxPlan(BaseModel):
     """What a worker may touch. Built by the caller, applied by the worker to itself."""
@@ -35,9 +38,22 @@ class SandboxReport(BaseModel):
     def complete(self) -> bool:
         return not self.missing
 
+    @property
+    def essential_missing(self) -> list[str]:
+        """What leaves a candidate unconfined: its own user namespace (no capability over the host, no network)
+        or Landlock (no file outside its folder) missing, or the sandbox switched off."""
+        return [m for m in self.missing if m.startswith(ESSENTIAL) or "switched off" in m]
+
+    def not_confined(self) -> str:
+        """'candidates are not confined: ...' where that is so, else ''. Said wherever the sandbox is shown."""
+        missing = self.essential_missing
+        return f"candidates are not confined: {'; '.join(missing)}" if missing else ""
+
     def summary(self) -> str:
+        warning = self.not_confined()
         if not self.active and self.missing:
-            return "sandbox off: " + "; ".join(self.missing)
-        return "sandbox: " + ", ".join(self.active) + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
+            return (warning + " — " if warning else "") + "sandbox off: " + "; ".join(self.missing)
+        text = "sandbox: " + ", ".join(self.active) + (f"; missing: {'; '.join(self.missing)}" if self.missing else "")
+        return f"{warning} — {text}" if warning else text
 
 
