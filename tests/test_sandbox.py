@@ -304,6 +304,11 @@ def test_the_seccomp_filter_assembles_and_decides_as_designed(machine, no_proces
     assert _run_filter(program, arch, nr["io_uring_setup"]) == deny
     assert _run_filter(program, arch, nr["clone"], CLONE_THREAD) == allow
     assert _run_filter(program, arch, nr["clone"], 0) == (deny if no_processes else allow)
+    # no namespace of its own for anything the worker starts: out of the judge's reach to stop and kill
+    assert _run_filter(program, arch, nr["unshare"]) == deny and _run_filter(program, arch, nr["setns"]) == deny
+    assert _run_filter(program, arch, nr["clone"], CLONE_THREAD | 0x10000000) == deny  # CLONE_NEWUSER
+    assert _run_filter(program, arch, nr["clone"], 0x20000000) == deny  # CLONE_NEWPID
+    assert _run_filter(program, arch, nr["clone3"]) == 0x00050000 | errno.ENOSYS  # glibc falls back to clone
     # under a profiler (in its private network): TCP/IP too, and still nothing else
     inet = seccomp_program(machine, no_processes, unix_sockets, inet=True)
     for family, verdict in ((1, allow), (2, allow), (10, allow), (16, deny), (17, deny)):  # 16 netlink, 17 packet

@@ -11,6 +11,7 @@ from kernel_tui.core.evaluator import streams
 from kernel_tui.core.evaluator.models import TimingBlock
 from kernel_tui.core.evaluator.timing import (
     MAX_WINDOW_CALLS,
+    WINDOW_BYTES,
     WINDOW_SECONDS,
     busy,
     interference_verdict,
@@ -59,11 +60,13 @@ def test_the_workers_capture_names_a_fork_that_never_joins(monkeypatch, forks):
 
 
 def test_a_window_lasts_long_enough_and_stays_within_memory():
-    assert window_calls(24e-6, 5, 512) == pytest.approx(WINDOW_SECONDS / 24e-6, abs=1)  # 84 calls of 24 µs
+    assert window_calls(24e-6, 5, 512) == pytest.approx(WINDOW_SECONDS / 24e-6, abs=1)  # 21 calls of 24 µs
     assert window_calls(3e-3, 5, 512) == 5  # long kernels: the task's inner repeats
     assert window_calls(1e-7, 5, 10_000) == MAX_WINDOW_CALLS
     assert window_calls(24e-6, 5, 3) == 3  # memory allows three sets: three calls
     assert window_calls(24e-6, 5, 0) == 1
+    big = 200 * 2**20  # 200 MiB a call: five calls' footprint, not the 21 that the time alone would take
+    assert window_calls(24e-6, 5, 512, big) == 5 and window_calls(24e-6, 2, 512, big) == WINDOW_BYTES // big
 
 
 def test_the_probe_names_the_candidate_only_when_the_gpu_was_busy_after_its_own_windows():

@@ -29,6 +29,7 @@ LABELS: dict[str, str] = {
     "crashed": "crashed",
     "policy_violation": "policy violation",
     "sandbox_violation": "sandbox violation",
+    "tampering": "tampering",
     "invalid_task": "invalid task",
     "evaluator_fault": "evaluator fault (not judged)",
     "cancelled": "cancelled",

@@ -52,6 +52,7 @@ class Arena:
             from kernel_tui.core.evaluator.cuda_ipc import SharedDeviceMemory
 
             self._cuda = SharedDeviceMemory.allocate(self.nbytes, torch.cuda.current_device())
+            self.nbytes = self._cuda.nbytes  # whole granules
             self.base = self._cuda.tensor
         else:
             self.fd = os.memfd_create(f"kernel-tui-arena-{ident}", os.MFD_CLOEXEC)

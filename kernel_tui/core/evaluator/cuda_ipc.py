@@ -20,6 +20,10 @@ import torch
 
 IPC_HANDLE_BYTES = 64
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
+# An IPC handle opens the whole 2 MiB granule an allocation sits in, and the driver packs smaller allocations
+# together into granules: every shared allocation is a whole number of granules, which the driver gives
+# pages of their own.
+GRANULE = 2 << 20
 
 
 class CudaDriverError(RuntimeError):
@@ -91,10 +95,11 @@ class SharedDeviceMemory:
     @classmethod
     def allocate(cls, nbytes: int, device: int = 0) -> SharedDeviceMemory:
         _ensure_context(device)
+        size = -(-max(nbytes, 1) // GRANULE) * GRANULE
         ptr = ctypes.c_uint64()
-        _check(_fn("cuMemAlloc_v2", "cuMemAlloc")(ctypes.byref(ptr), ctypes.c_size_t(max(nbytes, 1))),
-               f"cuMemAlloc of {nbytes} bytes")
-        return cls(ptr.value, nbytes, device, owned=True)
+        _check(_fn("cuMemAlloc_v2", "cuMemAlloc")(ctypes.byref(ptr), ctypes.c_size_t(size)),
+               f"cuMemAlloc of {size} bytes")
+        return cls(ptr.value, size, device, owned=True)
 
     def handle(self) -> str:
         """The IPC handle, as hex text for a message."""

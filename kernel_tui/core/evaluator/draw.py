@@ -10,6 +10,7 @@ tolerance stay meaningful. Integer, boolean, constant and generated values are l
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 
@@ -31,6 +32,13 @@ DTYPES = {
 EDGE_SHARE = 8  # one element in this many becomes an edge value
 MAX_SCATTERED = 1 << 20  # and at most this many scattered ones: positions are drawn on the host
 TAIL_SIGMAS = 6.0  # a normal draw's far tail: rare (about 2e-9 of draws) yet a plausible value
+
+
+def derive(*parts: object) -> int:
+    """A 62-bit seed from `parts` (the block's secret first): knowing one derived seed tells nothing of another
+    (62 bits: room for the small offsets some draws add, inside a signed 64-bit seed)."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 2
 
 
 class TaskFault(Exception):
@@ -180,5 +188,5 @@ def draw(spec: TaskSpec, dims: dict[str, int], device: str, seed: int, tensors: 
             dist = distribution(spec, t, tensor.dtype)
             fill_one(dist, dims, tensor, gen)
             if edge and tensor.dtype.is_floating_point:
-                plant_edges(tensor, edge_values(dist, dims, tensor.dtype), seed * 31 + index)
+                plant_edges(tensor, edge_values(dist, dims, tensor.dtype), derive(seed, "edges", index))
     return scalars

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -296,6 +297,7 @@ class Evaluator:
         folder = self._next_workdir()
         request = self._request(candidate, incumbent, correctness=correctness, timing=timing, block=block,
                                 trusted=trusted, workdir=folder)
+        request = request.model_copy(update={"secret": secrets.randbits(63)})  # fresh and unknown, every block
         setups = [self._setup("candidate", candidate, folder, enforce=self.enforce_policy and not trusted)]
         if timing is not None:
             setups.append(self._setup("incumbent", candidate if incumbent is None else incumbent, folder,

@@ -106,8 +106,10 @@ def _child(req: dict, fds: list[int], server_sock: int) -> None:
         out = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         os.dup2(out, fd)
     sys.stdin = open(os.devnull)
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-    sys.stderr = os.fdopen(2, "w", buffering=1)
+    # closefd=False: the wrappers these replace are freed now, and a wrapper that owned 1 or 2 would close
+    # it on the way (the next file opened, an arena's memfd, then became the console)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     os.environ["HOME"] = os.environ["TMPDIR"] = folder
     if req["kind"] == "judge":
         from kernel_tui.core.evaluator.judge import main as judge_main

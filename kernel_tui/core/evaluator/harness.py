@@ -422,20 +422,24 @@ class ArgumentSet:
                 )
         return problems
 
-    def prepare_call(self, side: str | None = None) -> None:
-        """Poison `side`'s outputs as (seed, side, call index) says, and give it the current inputs if it
-        has not had them yet. Before the reference has run there is nothing to check a call against: plain
-        NaN then, which a probe reads as unwritten."""
+    def prepare_call(self, side: str | None = None, *, inputs: bool = True) -> None:
+        """Poison `side`'s outputs as (seed, side, call index) says, and (with `inputs`) give it the current
+        inputs if it has not had them yet. Before the reference has run there is nothing to check a call
+        against: plain NaN then, which a probe reads as unwritten."""
         side = self._side(side)
         count = self.calls.get(side, 0)
         rng = random.Random(f"poison:{self.seed}:{side}:{count}")
         for out in self.outputs.values():
             out.poison(side, rng, plain=not self.expected, first=count == 0)
         self.calls[side] = count + 1
-        if not self.fresh.get(side):
-            for name, truth in self.inputs.items():
-                self.side_inputs[side][name].copy_(truth)
-            self.fresh[side] = True
+        if inputs and not self.fresh.get(side):
+            self.give_inputs(side)
+
+    def give_inputs(self, side: str) -> None:
+        """Copy the current inputs into `side`'s buffers (on the device's current stream)."""
+        for name, truth in self.inputs.items():
+            self.side_inputs[side][name].copy_(truth)
+        self.fresh[side] = True
 
     def check(self, what: str, side: str | None = None, *, error: bool = True) -> float:
         """Raise CandidateFault if `side`'s last call was wrong; return the max abs error (0.0 when

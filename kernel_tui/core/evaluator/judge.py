@@ -20,10 +20,11 @@ import faulthandler
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
+from typing import Any
 
 from kernel_tui.core.evaluator.checks import CandidateFault
+from kernel_tui.core.evaluator.draw import derive
 from kernel_tui.core.evaluator.memory import (
     SMALLEST,
     MemoryPlan,
@@ -33,7 +34,7 @@ from kernel_tui.core.evaluator.memory import (
     is_out_of_memory,
 )
 from kernel_tui.core.evaluator.memory import plan as memory_plan
-from kernel_tui.core.evaluator.models import CaseResult, Environment, Status, WorkerRequest, WorkerResult
+from kernel_tui.core.evaluator.models import CaseResult, Environment, Status, WorkerRequest, WorkerResult, last_resort
 from kernel_tui.core.evaluator.protocol import Command, Reply, WorkerSetup
 from kernel_tui.core.evaluator.side import Side, SideFault
 
@@ -42,8 +43,10 @@ EDGE_SEED = 7_777  # the edge-value case of each correctness shape
 READY_SECONDS = 300.0  # a worker's start: the sandbox, the device, importing its module (Triton compiles later)
 
 
-def seed_of(seed: int, shape_index: int) -> int:
-    return seed * 7919 + shape_index * 104729
+def seed_of(secret: int, seed: int, shape_index: int) -> int:
+    """A correctness case's seed: the task's seed and shape, mixed with the block's secret (a task's seeds are
+    public; the inputs they give must not be)."""
+    return derive(secret, "case", seed, shape_index)
 
 
 class Emit:
@@ -78,6 +81,8 @@ class Judge:
         self.env: Environment | None = None
         self.kernels: list = []
         self.peaks: list[int] = []
+        self.signals: dict = {}  # role -> timing_gpu.Signals (GPU)
+        self.calibration: Any = None  # timing_gpu.Calibration (GPU, timed blocks)
 
     def timeout(self) -> float:
         """Seconds one request may take: what is left of the block's time, less a margin to report in."""
@@ -96,7 +101,7 @@ class Judge:
             sandbox = sandbox.model_copy(update={"violations": cand.violations[:20] if cand else []})
         return WorkerResult(status=Status(status), reason=reason, cases=self.cases, environment=self.env,
                             seconds=self.seconds, sandbox=sandbox, kernels=self.kernels,
-                            peak_memory_bytes=max(self.peaks) if self.peaks else None, **kw)
+                            peak_memory_bytes=max(self.peaks) if self.peaks else None, secret=self.req.secret, **kw)
 
     # --- the block ------------------------------------------------------------------------------------
     def run(self) -> WorkerResult:
@@ -132,8 +137,6 @@ class Judge:
             return self._side_fault(fault, "")
         except CandidateFault as fault:
             return self.result(fault.status, fault.reason)
-        finally:
-            self.shared.release_all()
 
     def _evaluate(self) -> WorkerResult:
         if self.req.check_correctness:
@@ -150,20 +153,30 @@ class Judge:
         return self.result(Status.ok, "correct" + (" and timed" if timing else ""), timing=timing, more_timings=more)
 
     def _wait_ready(self) -> WorkerResult | None:
-        """Every worker confined (or refused, before its side's code is loaded), then loaded."""
-        for side in self.sides.values():
-            try:
-                report = side.wait_confined(min(READY_SECONDS, self.timeout()))
-                missing = unconfined(report)
+        """Every worker confined (or refused, before its side's code is loaded); the probe loaded and the
+        handoff measured on a GPU no side's code has touched yet; then the sides loaded."""
+        try:
+            for side in self.sides.values():
+                missing = unconfined(side.wait_confined(min(READY_SECONDS, self.timeout())))
                 if missing and not self.req.allow_unconfined and side.role != "probe":
                     return self.result(Status.evaluator_fault, (
                         f"candidates would not be confined on this machine ({'; '.join(missing)}): nothing was "
                         "run; evaluate anyway with --unconfined (or KERNEL_TUI_SANDBOX=0)"), retry_smaller=False)
+            order = sorted(self.sides.values(), key=lambda s: s.role != "probe")
+            for side in order:
                 side.load(min(READY_SECONDS, self.timeout()))
-            except SideFault as fault:
-                return self._side_fault(fault, "loading")
-            side.stop()
+                side.stop()
+                if side.role == "probe":
+                    self._calibrate(side)
+        except SideFault as fault:
+            return self._side_fault(fault, "loading")
         return None
+
+    def _calibrate(self, probe: Side) -> None:
+        from kernel_tui.core.evaluator.timing_gpu import Signals, calibrate
+
+        self.signals = {"probe": Signals.share(probe, self.timeout())}
+        self.calibration = calibrate(probe, self.signals["probe"], self.timeout())
 
     def _load_task(self) -> WorkerResult | None:
         from kernel_tui.core.evaluator.draw import use_generator
@@ -241,7 +254,7 @@ class Judge:
         case = self.spec.timing_shape(self.req.device)
         step = "first call at the timing shape"
         try:
-            (s,) = self.shared.build(case.dims, [seed_of(0, 0)], ["candidate"], stale=self.stale)
+            (s,) = self.shared.build(case.dims, [seed_of(self.req.secret, 0, 0)], ["candidate"], stale=self.stale)
         except Exception as exc:  # noqa: BLE001 - building the evaluator's buffers
             return self._own_failure(exc, step, case)
         side = self.sides["candidate"]
@@ -267,7 +280,8 @@ class Judge:
 
         what = f"shape {case.name} {tuple(case.dims.values())} " + ("edge values" if edge else f"seed {seed}")
         try:
-            (s,) = self.shared.build(case.dims, [seed_of(seed, si)], ["candidate"], stale=self.stale, edge=edge)
+            (s,) = self.shared.build(case.dims, [seed_of(self.req.secret, seed, si)], ["candidate"],
+                                     stale=self.stale, edge=edge)
             s.compute_expected(self.reference)
             self._sync()
         except TaskFault as exc:
@@ -336,7 +350,8 @@ class Judge:
             timer = BlockTimer(self.spec, case, self.req.device, self.reference, self.req.timing, self.req.block,
                                self.emit.progress, memory=plan, shared=self.shared,
                                sides={r: self.sides[r] for r in ("incumbent", "candidate")}, timeout=self.timeout,
-                               probe=self.sides.get("probe"), signals=signals)
+                               probe=self.sides.get("probe"), signals=signals, secret=self.req.secret,
+                               calibration=self.calibration)
             try:
                 blocks.append(timer.run())
             except TaskFault as exc:
@@ -359,7 +374,10 @@ class Judge:
             return {}
         from kernel_tui.core.evaluator.timing_gpu import Signals
 
-        return {role: Signals.share(side, self.timeout()) for role, side in self.sides.items()}
+        for role, side in self.sides.items():
+            if role not in self.signals:
+                self.signals[role] = Signals.share(side, self.timeout())
+        return self.signals
 
     def _facts(self) -> None:
         """The candidate's compiled kernels (GPU), and the sides' peak memory: figures, never verdicts."""
@@ -407,22 +425,22 @@ def main(folder_text: str, result_fd: int) -> None:
     folder = Path(folder_text)
     emit = Emit(result_fd)
     sides: dict[str, Side] = {}
+    judge: Judge | None = None
     try:
         for role, path in setups_in(folder):  # each worker sees only the setups read before it
             sides[role] = Side.spawn(WorkerSetup.model_validate_json(path.read_text(encoding="utf-8")))
         req = WorkerRequest.model_validate_json((folder / "request.json").read_text(encoding="utf-8"))
         # a judge stuck past its time leaves its stacks in judge.err before the caller kills it
         faulthandler.dump_traceback_later(req.timeout_seconds + 5, exit=False)
-        result = Judge(req, folder, sides, emit).run()
+        judge = Judge(req, folder, sides, emit)
+        result = judge.run()
     except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently
-        if is_out_of_memory(exc):  # the judge's own work: never the candidate's fault
-            result = WorkerResult(status=Status.evaluator_fault, reason=evaluator_out_of_memory("evaluation", exc, None))
-        else:
-            tail = traceback.format_exc().strip().splitlines()[-1]
-            result = WorkerResult(status=Status.crashed, reason=f"judge error: {type(exc).__name__}: {exc} [{tail}]")
+        result = last_resort(exc, "judge")
     finally:
         for side in sides.values():
             side.close()
+        if judge is not None and hasattr(judge, "shared"):
+            judge.shared.release_all()  # the workers are gone: nothing maps the arenas any more
     emit.result(result)
     sys.stdout.flush()
     os._exit(0)  # a broken device context must not keep the process alive

@@ -348,7 +348,7 @@ def serve(chan: Channel, setup: WorkerSetup) -> None:
         return
     if go.op != "load":
         return
-    chan.send(worker.with_violations(worker.load()))
+    chan.send(worker.with_violations(worker.load()).model_copy(update={"nonce": go.nonce}))
     if worker.fn is None and setup.role != "probe":
         return
     while True:
@@ -364,7 +364,7 @@ def serve(chan: Channel, setup: WorkerSetup) -> None:
             return
         if cmd.op == "settle" or cmd.op == "facts":
             reply = reply.model_copy(update={"peak_memory_bytes": worker.peak()})
-        chan.send(worker.with_violations(reply))
+        chan.send(worker.with_violations(reply).model_copy(update={"nonce": cmd.nonce}))
 
 
 def main(sock_fd: int, setup: WorkerSetup) -> None:

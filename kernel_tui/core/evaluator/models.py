@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
-from kernel_tui.core.evaluator.memory import MemoryPlan
+from kernel_tui.core.evaluator.memory import MemoryPlan, evaluator_out_of_memory, is_out_of_memory
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
 
@@ -71,6 +71,9 @@ class WorkerRequest(_Frozen):
     timeout_seconds: float = 180.0  # the judge's own limit for the block (the caller kills it a little later)
     # run the sides even where essential confinement (user namespaces, Landlock) is missing: --unconfined
     allow_unconfined: bool = False
+    # drawn by the caller for each block, read by the judge only after its workers are forked: every input,
+    # poison and check position derives from it, so no side can know the inputs it will be timed on
+    secret: int = 0
 
 
 class CaseResult(_Frozen):
@@ -142,6 +145,7 @@ class WorkerResult(_Frozen):
     memory_retries: list[str] = Field(default_factory=list)  # set by the caller: see EvalResult
     retry_smaller: bool = True  # an evaluator_fault a smaller memory plan may cure (not a task that cannot fit)
     kernels: list[KernelFacts] = Field(default_factory=list)  # the candidate's compiled kernels (GPU only)
+    secret: int | None = None  # the block's secret seed, told once the block is over (to reproduce its draws)
 
 
 class ShapeFigure(_Frozen):
@@ -183,3 +187,14 @@ class EvalResult(_Frozen):
     @property
     def accepted(self) -> bool:
         return self.verdict is not None and self.verdict.accepted
+
+
+def last_resort(exc: BaseException, who: str) -> WorkerResult:
+    """An exception nothing else caught in a trusted process (`who`: judge, worker), as a result rather than a
+    silent death: out of memory is the evaluator's own fault, anything else a crash named with its line."""
+    import traceback
+
+    if is_out_of_memory(exc):
+        return WorkerResult(status=Status.evaluator_fault, reason=evaluator_out_of_memory("evaluation", exc, None))
+    tail = traceback.format_exc().strip().splitlines()[-1]
+    return WorkerResult(status=Status.crashed, reason=f"{who} error: {type(exc).__name__}: {exc} [{tail}]")

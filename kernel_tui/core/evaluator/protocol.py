@@ -80,6 +80,7 @@ class Command(_Frozen):
     seq: int | None = None  # call, window (GPU): wait for the gate word to reach it, write it to done after
     repeat: int = 1  # call: each call this many times (warm-up); overhead: launches per measurement
     shape: str = ""  # call: the task shape, for the compiled kernels' facts
+    nonce: int = 0  # numbers the command; its reply must carry the same: nothing early, late or twice
 
 
 class Oom(_Frozen):
@@ -91,6 +92,7 @@ class Reply(_Frozen):
     """A worker's answer. `ok` False always carries a status and a reason."""
 
     ok: bool
+    nonce: int = 0  # the command's it answers
     status: WorkerStatus | None = None
     reason: Text = ""
     oom: Oom | None = None

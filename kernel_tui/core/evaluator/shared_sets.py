@@ -20,22 +20,37 @@ from kernel_tui.core.task import TaskSpec
 
 
 class SharedSets:
+    """No arena is freed while a worker lives: a worker that said it let go of one may still map it, and
+    freed device memory can come back as the judge's own. A released group's arena is reused instead, for the
+    next group of its side that fits (the worker keeps its mapping), and all are freed once the workers are
+    gone (`release_all`)."""
+
     def __init__(self, spec: TaskSpec, device: str, sides: dict[str, Side], timeout) -> None:
         self.spec, self.device, self.sides = spec, device, sides
         self.timeout = timeout  # a function: the seconds left for one request
         self._ids = itertools.count(1)
         self.arenas: list[tuple[str, Arena, list[int]]] = []  # (role, arena, the sets carved from it)
+        self.idle: list[tuple[str, Arena]] = []  # arenas whose sets were released: reused, freed at the end
         self.set_ids: dict[int, int] = {}  # id(ArgumentSet) -> the id the workers know it by
         self.arena_of: dict[tuple[str, int], Arena] = {}  # (role, set id) -> the arena its buffers are in
+
+    def _arena(self, role: str, nbytes: int) -> Arena:
+        """An idle arena of `role`'s that holds `nbytes` (the smallest such), else a new one, shared with
+        the role's worker."""
+        fits = [(a.nbytes, i) for i, (r, a) in enumerate(self.idle) if r == role and a.nbytes >= nbytes]
+        if fits:
+            arena = self.idle.pop(min(fits)[1])[1]
+            arena.used = 0
+            return arena
+        arena = Arena(next(self._ids), self.device, nbytes)
+        fds = [arena.fd] if arena.fd is not None else None
+        self.sides[role].request(Command(op="arena", arena=arena.spec()), self.timeout(), fds=fds)
+        return arena
 
     def build(self, dims: dict[str, int], seeds: list[int], roles: list[str], *, stale: bool = True,
               edge: bool = False) -> list[ArgumentSet]:
         """Sets for `seeds`, each with buffers for every role in `roles`, shared with those roles' workers."""
-        arenas = {role: Arena(next(self._ids), self.device, len(seeds) * side_set_bytes(self.spec, dims))
-                  for role in roles}
-        for role, arena in arenas.items():
-            fds = [arena.fd] if arena.fd is not None else None
-            self.sides[role].request(Command(op="arena", arena=arena.spec()), self.timeout(), fds=fds)
+        arenas = {role: self._arena(role, len(seeds) * side_set_bytes(self.spec, dims)) for role in roles}
         sets = [ArgumentSet.build(self.spec, dims, self.device, seed, stale=stale, edge=edge, sides=dict(arenas))
                 for seed in seeds]
         ids = []
@@ -56,7 +71,8 @@ class SharedSets:
         return Call(set_id=self.set_ids[id(s)], scalars=dict(s.scalars))
 
     def release(self, sets: list[ArgumentSet]) -> None:
-        """Let go of `sets` and of every arena none of the remaining sets use (the workers first)."""
+        """Let go of `sets`; an arena none of the remaining sets use becomes idle, for reuse (the worker
+        forgets the sets first)."""
         gone = {self.set_ids.pop(id(s)) for s in sets if id(s) in self.set_ids}
         self.arena_of = {key: a for key, a in self.arena_of.items() if key[1] not in gone}
         keep = []
@@ -64,16 +80,19 @@ class SharedSets:
             if set(ids) <= gone:
                 side = self.sides[role]
                 if side.exit_status is None:
-                    side.request(Command(op="drop", sets=ids, arenas=[arena.ident]), self.timeout())
-                arena.close()
+                    side.request(Command(op="drop", sets=ids), self.timeout())
+                self.idle.append((role, arena))
             else:
                 keep.append((role, arena, ids))
         self.arenas = keep
 
     def release_all(self) -> None:
+        """Free every arena: only once the workers that mapped them are gone."""
         for _, arena, _ in self.arenas:
             arena.close()
-        self.arenas = []
+        for _, arena in self.idle:
+            arena.close()
+        self.arenas, self.idle = [], []
 
 
 class UntouchedCheck:

@@ -56,8 +56,10 @@ def _child(sock_fd: int, out_fd: int, err_fd: int, setup: WorkerSetup, judge: in
     os.closerange(3, sock_fd)
     os.closerange(sock_fd + 1, 1 << 16)
     sys.stdin = open(os.devnull)
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-    sys.stderr = os.fdopen(2, "w", buffering=1)
+    # closefd=False: the wrappers these replace are freed now, and a wrapper that owned 1 or 2 would close
+    # it on the way (the next file opened, an arena's memfd, then became the console)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     os.chdir(setup.folder)
     os.environ.update(HOME=setup.folder, TMPDIR=setup.folder, TRITON_CACHE_DIR=setup.triton_cache)
     from kernel_tui.core.evaluator.kernel_worker import main
@@ -70,11 +72,13 @@ class Side:
         self.setup, self.pid, self.chan, self.err_fd = setup, pid, chan, err_fd
         self.role = setup.role
         self.stopped = False
+        self.frozen: list[int] = []  # what the last stop stopped
         self.exit_status: int | None = None
         self.namespace: str | None = None  # the worker's user namespace, once it is in its own
         self.sandbox: SandboxReport | None = None
         self.loaded: Reply | None = None
         self.violations: list[str] = []
+        self.nonce = 0  # of the last command sent
 
     @classmethod
     def spawn(cls, setup: WorkerSetup) -> Side:
@@ -107,10 +111,7 @@ class Side:
     def load(self, timeout: float) -> None:
         """Let the worker load its side's module (SideFault if that fails)."""
         self.send(Command(op="load"))
-        self.loaded = self._receive(timeout)
-        self._take(self.loaded)
-        if not self.loaded.ok:
-            raise SideFault(self.loaded.status or "crashed", self.loaded.reason, self.loaded, self.role)
+        self.loaded = self.reply(timeout, loading=True)
 
     def _namespace(self) -> str | None:
         try:
@@ -130,33 +131,49 @@ class Side:
                             pids.add(int(entry.name))
         return sorted(pids)
 
-    def _signal(self, sig: int) -> None:
-        for pid in self.members():
+    def _signal(self, sig: int, pids: list[int]) -> None:
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
-    def stop(self) -> None:
-        """Freeze the worker (and its namespace) until its next turn."""
+    def stop(self) -> float | None:
+        """Freeze the worker (and its namespace) until its next turn; the moment (perf_counter) the worker
+        itself was seen stopped, for a clock that must not run on while it works, or None if it was not running."""
         if self.stopped or self.exit_status is not None:
-            return
-        self._signal(signal.SIGSTOP)
-        deadline = time.monotonic() + STOP_WAIT
-        while time.monotonic() < deadline:
+            return None
+        self._signal(signal.SIGSTOP, [self.pid])  # the worker first, at once
+        seen = self._wait_stopped()
+        if self.exit_status is not None:
+            return seen
+        self.frozen = self.members()  # then whatever it started (a child started in its turn is stopped too)
+        self._signal(signal.SIGSTOP, self.frozen)
+        self.stopped = True
+        return seen
+
+    def _wait_stopped(self) -> float:
+        """Until the worker is stopped (or gone); the moment it was seen so. A stop lands in microseconds: the
+        first milliseconds are polled without sleeping, so the moment is exact."""
+        began = time.perf_counter()
+        while True:
             try:
                 pid, status = os.waitpid(self.pid, os.WUNTRACED | os.WNOHANG)
             except ChildProcessError:
-                break
+                return time.perf_counter()
             if pid == self.pid:
-                if os.WIFSTOPPED(status):
-                    break
-                self.exit_status = status
-                return
-            time.sleep(0.0005)
-        self.stopped = True
+                if not os.WIFSTOPPED(status):
+                    self.exit_status = status
+                return time.perf_counter()
+            waited = time.perf_counter() - began
+            if waited > STOP_WAIT:
+                self.close()
+                raise SideFault("tampering", f"the {self.role}'s process could not be stopped within "
+                                             f"{STOP_WAIT:.0f} s", role=self.role)
+            if waited > 5e-3:
+                time.sleep(0.0005)
 
     def resume(self) -> None:
         if self.stopped:
-            self._signal(signal.SIGCONT)
+            self._signal(signal.SIGCONT, self.frozen)
             self.stopped = False
 
     def close(self) -> None:
@@ -181,17 +198,24 @@ class Side:
             self.stop()
 
     def send(self, cmd: Command, fds: list[int] | None = None) -> None:
+        self.nonce += 1
         try:
-            self.chan.send(cmd, fds)
+            self.chan.send(cmd.model_copy(update={"nonce": self.nonce}), fds)
         except ChannelError as err:
             raise self._fault(err, 0.0) from None
 
-    def reply(self, timeout: float) -> Reply:
-        """The worker's answer; a failure it reports is raised as SideFault."""
+    def reply(self, timeout: float, *, loading: bool = False) -> Reply:
+        """The worker's answer to the last command sent; a failure it reports is raised as SideFault."""
         reply = self._receive(timeout)
         self._take(reply)
+        if reply.nonce != self.nonce:  # an answer to no command, or to one before: a message queued up early
+            raise SideFault("tampering", f"the {self.role}'s process answered a command it had not been sent "
+                                         f"(reply {reply.nonce}, command {self.nonce})", reply, self.role)
         if not reply.ok:
-            raise SideFault(reply.status or "runtime_error", reply.reason, reply, self.role)
+            status = reply.status or "runtime_error"
+            if status == "evaluator_fault" and not loading:  # only a worker not yet running side code may say so
+                status = "runtime_error"
+            raise SideFault(status, reply.reason, reply, self.role)
         return reply
 
     def _receive(self, timeout: float) -> Reply:

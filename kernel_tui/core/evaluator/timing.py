@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from kernel_tui.core.evaluator.checks import CandidateFault
+from kernel_tui.core.evaluator.draw import derive
 from kernel_tui.core.evaluator.harness import ArgumentSet
 from kernel_tui.core.evaluator.memory import MemoryPlan
 from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
@@ -52,8 +53,13 @@ from kernel_tui.core.task import ShapeCase, TaskSpec
 
 ROLES = ("incumbent", "candidate")
 INTERPRETER_SETS = 2  # calls alternate between two sets: no call meets the buffers of the one before
-# a window this long puts the handoff's few µs of spread below 0.2% (KERNEL_TUI_WINDOW_SECONDS: for measuring)
-WINDOW_SECONDS = float(os.environ.get("KERNEL_TUI_WINDOW_SECONDS", "2e-3"))
+# A window this long puts the handoff's few µs of spread (between kernels, measured on an H200) under 1% of it,
+# and the difference between two sides' spreads far under that (KERNEL_TUI_WINDOW_SECONDS: for measuring).
+WINDOW_SECONDS = float(os.environ.get("KERNEL_TUI_WINDOW_SECONDS", "5e-4"))
+# And no more than this many bytes of inputs and outputs in one window: the K sets together are what a
+# window's calls touch, and a footprint of gigabytes costs the calls TLB misses a single call never meets
+# (a window of 78 sets, 3.7 GB, read vector_add at 33.6 µs per call; one flushed call reads 23.7 µs).
+WINDOW_BYTES = 1 << 30
 MAX_WINDOW_CALLS = 512
 HOLD_MIN_SECONDS = 500e-6
 HOLD_MAX_SECONDS = 50e-3
@@ -81,12 +87,13 @@ class BlockTimer:
     def __init__(self, spec: TaskSpec, shape: ShapeCase, device: str, reference: Callable, plan: TimingPlan,
                  block: int, progress: Progress, *, memory: MemoryPlan, shared: SharedSets,
                  sides: dict[str, Side], timeout: Callable[[], float], probe: Side | None = None,
-                 signals: dict | None = None) -> None:
+                 signals: dict | None = None, secret: int = 0, calibration=None) -> None:
         self.spec, self.shape, self.device, self.reference = spec, shape, device, reference
         self.plan, self.block, self.progress, self.memory = plan, block, progress, memory
         self.shared, self.sides, self.timeout, self.probe = shared, sides, timeout, probe
         self.signals = signals or {}  # role -> timing_gpu.Signals
-        self.seed = plan.seed * 1000 + block * 100 + 7
+        self.calibration = calibration  # timing_gpu.Calibration: the handoff, measured before any side loaded
+        self.seed = derive(secret, "timing", plan.seed, block, shape.name)  # unknown to both sides
         self.sets: list[ArgumentSet] = []
         self.checked = 0
         self.warnings: list[str] = []
@@ -98,7 +105,7 @@ class BlockTimer:
         # few tenths of a percent (an A/A on an H200 read -0.2% and -0.3%, the same side slower both times):
         # which side's arena comes first alternates from block to block, so that no side keeps the better one.
         roles = list(ROLES) if self.block % 2 == 0 else list(reversed(ROLES))
-        new = self.shared.build(self.shape.dims, [self.seed + 10_000 + len(self.sets) + i for i in range(count)],
+        new = self.shared.build(self.shape.dims, [derive(self.seed, "set", len(self.sets) + i) for i in range(count)],
                                 roles, stale=self.memory.stale)
         for s in new:
             s.compute_expected(self.reference)
@@ -107,7 +114,7 @@ class BlockTimer:
     def _refresh(self, sample: int) -> None:
         t0 = time.perf_counter()
         for i, s in enumerate(self.sets):
-            s.fill(self.seed + sample * len(self.sets) + i)
+            s.fill(derive(self.seed, "refresh", sample, i))
             s.compute_expected(self.reference)
         self.refresh_seconds += time.perf_counter() - t0
 
@@ -161,13 +168,15 @@ class BlockTimer:
                 calls += 1
                 s.prepare_call(role)
                 side.resume()
+                stopped = None
                 try:
                     t0 = time.perf_counter()
                     side.send(self.call(role, s))
                     side.reply(self.timeout())
-                    total += time.perf_counter() - t0
                 finally:
-                    side.stop()  # before the check: nothing the side left running writes after this
+                    stopped = side.stop()  # before the check: nothing the side left running writes after this
+                # until the side was stopped: an early answer stops no clock while its work goes on
+                total += (stopped or time.perf_counter()) - t0
                 self._check(s, role)
             return total / self.plan.inner_repeats
 
@@ -179,9 +188,12 @@ class BlockTimer:
         )
 
 
-def window_calls(kernel_seconds: float, inner: int, max_sets: int) -> int:
-    """Calls per window: enough for WINDOW_SECONDS, at least `inner`, as many sets as memory allows."""
+def window_calls(kernel_seconds: float, inner: int, max_sets: int, call_bytes: int = 0) -> int:
+    """Calls per window: enough for WINDOW_SECONDS, at least `inner`, within WINDOW_BYTES of footprint (unless
+    `inner` calls alone pass it), as many sets as memory allows."""
     wanted = max(inner, math.ceil(WINDOW_SECONDS / max(kernel_seconds, 1e-7)))
+    if call_bytes:
+        wanted = min(wanted, max(inner, WINDOW_BYTES // call_bytes))
     return max(1, min(wanted, MAX_WINDOW_CALLS, max_sets))
 
 

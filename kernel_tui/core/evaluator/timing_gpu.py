@@ -35,6 +35,7 @@ from kernel_tui.core.evaluator.timing import (
 )
 
 SIGNAL_BYTES = 4096
+MAX_LAUNCH_SECONDS = 100e-6
 
 
 @dataclass
@@ -76,14 +77,13 @@ class GpuWindows:
     def __init__(self, timer: BlockTimer) -> None:
         self.t = timer
         self.flush = torch.empty(max(timer.memory.flush_bytes, 4) // 4, dtype=torch.int32, device="cuda")
-        self.hold = self.probe_hold = HOLD_MIN_SECONDS
+        self.hold = self.probe_hold = self.base_hold = HOLD_MIN_SECONDS
         self.retakes = 0
         self.windows = 0
         self.calls = 1
         self.handoff = 0.0
         self.quiet = 0.0
         self.flags = dict.fromkeys(ROLES, 0)
-        self.tiny = torch.zeros(1, device="cuda")
         self.phases: dict[str, float] = {}
         if not can_sleep():
             timer.warnings += sleep_warnings()
@@ -111,10 +111,6 @@ class GpuWindows:
                 raise SideFault("crashed", side.death(), role=side.role)
             time.sleep(50e-6)
 
-    def _hold_gpu(self, hold: float) -> None:
-        if can_sleep():
-            gpu_sleep(hold)
-
     def window(self, side: Side, calls: list[Call], sets: list[ArgumentSet], role: str,
                hold: float) -> tuple[float, bool]:
         """One window: (seconds from start to end, the worker still enqueueing when the gate opened)."""
@@ -128,7 +124,12 @@ class GpuWindows:
         pairs = [out.snapshot_pair(role) for s in sets for out in s.outputs.values()]
         self.windows += 1
         t0 = self._spent("window setup", t0)
-        self._hold_gpu(hold)
+        _hold_gpu(hold)
+        # The inputs arrive only now, after the hold, back to back with the start in the judge's own turn on
+        # the GPU: nothing a side runs before its window opens (during a long hold, its context gets turns)
+        # has this window's inputs to work on.
+        for s in sets:
+            s.give_inputs(role)
         self.flush.zero_()
         before = untouched.flag() if untouched is not None else None
         start.record()
@@ -187,7 +188,7 @@ class GpuWindows:
         while True:
             t0 = time.perf_counter()
             for s in sets:
-                s.prepare_call(role)
+                s.prepare_call(role, inputs=False)  # the inputs come with the window (see window())
             self._spent("prepare", t0)
             seconds, late = self.window(side, calls, sets, role, self.hold)
             t0 = time.perf_counter()
@@ -197,42 +198,21 @@ class GpuWindows:
                 self.hold = min(HOLD_MAX_SECONDS, 2 * self.hold)
                 self.retakes += 1
                 continue
+            # a longer hold drifts back toward its base once enqueueing is quick again: one slow moment does not
+            # slow every later sample
+            self.hold = max(self.base_hold, 0.9 * self.hold)
             return max(seconds - self.handoff, 1e-9) / len(sets)
 
     # --- the probe ------------------------------------------------------------------------------------
     def probe_window(self) -> float:
         probe = self.t.probe
         assert probe is not None
-        while True:
-            seconds, late = self.window(probe, [Call(set_id=-1)], [], "probe", self.probe_hold)
-            if not late or self.probe_hold >= HOLD_MAX_SECONDS:
-                return seconds
-            self.probe_hold = min(HOLD_MAX_SECONDS, 2 * self.probe_hold)
+        seconds, self.probe_hold = probe_window(probe, self.t.signals["probe"], self.probe_hold, self.t.timeout())
+        return seconds
 
     def _probe_after(self, role: str) -> None:
         if self.t.probe is not None and busy(self.probe_window(), self.quiet):
             self.flags[role] += 1
-
-    def _tiny_local(self) -> float:
-        """The probe's one-element kernel run by the judge itself: what the probe window holds beyond the
-        handoff."""
-        times = []
-        for _ in range(10):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            self.tiny.fill_(1.0)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        return statistics.median(times)
-
-    def measure_handoff(self) -> None:
-        if self.t.probe is None:
-            self.t.warnings.append("no probe worker: the handoff between processes is not subtracted")
-            return
-        quiet = sorted(self.probe_window() for _ in range(PROBE_QUIET))
-        self.quiet = statistics.median(quiet)
-        self.handoff = max(0.0, self.quiet - self._tiny_local())
 
     # --- the block ------------------------------------------------------------------------------------
     def run(self) -> TimingBlock:
@@ -254,17 +234,22 @@ class GpuWindows:
             raise CandidateFault("policy_violation", (
                 "side-stream: the candidate forks work onto another stream and never joins it back to the "
                 f"calling stream, so the timed stream ends before its kernels do ({capture.unjoined.splitlines()[0][:120]})"))
-        self.measure_handoff()
-        launch = max(v or 0.0 for v in overhead.values())
+        if t.calibration is None:
+            t.warnings.append("no probe worker: the handoff between processes is not subtracted")
+        else:
+            self.quiet, self.handoff = t.calibration.quiet, t.calibration.handoff
+        # the workers' own word on their launch cost only sizes the hold (a hold too short is retaken);
+        # bounded, so that no side can make every hold long
+        launch = min(MAX_LAUNCH_SECONDS, max(v or 0.0 for v in overhead.values()))
         self.hold = min(HOLD_MAX_SECONDS, max(HOLD_MIN_SECONDS, HOLD_MARGIN * (len(t.sets) * launch + 300e-6)))
         estimate = statistics.median(self.sample("incumbent", t.sets) for _ in range(3))
         self.flags = dict.fromkeys(ROLES, 0)  # interference counts over the block's own samples
-        k = window_calls(estimate, t.plan.inner_repeats, t.memory.max_sets)
-        limited = k < window_calls(estimate, t.plan.inner_repeats, 1 << 30)
+        k = window_calls(estimate, t.plan.inner_repeats, t.memory.max_sets, t.memory.call_bytes)
+        limited = k < window_calls(estimate, t.plan.inner_repeats, 1 << 30, t.memory.call_bytes)
         if k > len(t.sets):
             t._build(k - len(t.sets))
         self.calls = len(t.sets)
-        self.hold = min(HOLD_MAX_SECONDS, max(self.hold, HOLD_MARGIN * (self.calls * launch + 300e-6)))
+        self.hold = self.base_hold = min(HOLD_MAX_SECONDS, max(self.hold, HOLD_MARGIN * (self.calls * launch + 300e-6)))
         if limited and self.calls * estimate < 10 * self.handoff:
             t.warnings.append(f"a window holds {self.calls} calls ({self.calls * estimate * 1e6:.0f} µs), not much "
                               f"longer than the {self.handoff * 1e6:.0f} µs handoff subtracted from it: memory allows "
@@ -285,3 +270,63 @@ class GpuWindows:
             phase_seconds={k: round(v, 4) for k, v in {**self.phases, "refresh": t.refresh_seconds}.items()},
         )
 
+
+
+def _hold_gpu(hold: float) -> None:
+    if can_sleep():
+        gpu_sleep(hold)
+
+
+def probe_window(probe: Side, signals: Signals, hold: float, timeout: float) -> tuple[float, float]:
+    """One window of the probe's one-element kernel: (seconds, the hold to use next). A window the probe
+    outran (its launch enqueued after the gate opened) is retaken with a longer hold."""
+    while True:
+        seq = signals.next()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        _hold_gpu(hold)
+        start.record()
+        stream = torch.cuda.current_stream().cuda_stream
+        signals.open_gate(stream, seq)
+        probe.resume()
+        try:
+            probe.send(Command(op="window", calls=[Call(set_id=-1)], seq=seq))
+            signals.wait_done(stream, seq)
+            end.record()
+            try:
+                probe.reply(timeout)
+            except SideFault:
+                signals.unblock(seq)
+                raise
+            late = start.query()
+        finally:
+            probe.stop()
+        end.synchronize()
+        if not late or hold >= HOLD_MAX_SECONDS:
+            return start.elapsed_time(end) / 1e3, hold
+        hold = min(HOLD_MAX_SECONDS, 2 * hold)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The handoff on a quiet GPU, measured before any side's code was loaded: neither side can make it
+    longer (which would inflate every difference) or shorter."""
+
+    quiet: float  # a probe window's seconds, median
+    handoff: float  # less the probe's own one-element kernel, timed by the judge in its own process
+
+
+def calibrate(probe: Side, signals: Signals, timeout: float) -> Calibration:
+    windows, hold = [], HOLD_MIN_SECONDS
+    for _ in range(PROBE_QUIET):
+        seconds, hold = probe_window(probe, signals, hold, timeout)
+        windows.append(seconds)
+    tiny, times = torch.zeros(1, device="cuda"), []
+    for _ in range(10):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        tiny.fill_(1.0)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    quiet = statistics.median(windows)
+    return Calibration(quiet=quiet, handoff=max(0.0, quiet - statistics.median(times)))

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from kernel_tui.core.evaluator.kernel_facts import FirstShapes
@@ -24,14 +23,13 @@ from kernel_tui.core.evaluator.memory import (
     SMALLEST,
     MemoryPlan,
     blame_out_of_memory,
-    evaluator_out_of_memory,
     first_line,
     free_bytes,
     is_out_of_memory,
     requested_bytes,
 )
 from kernel_tui.core.evaluator.memory import plan as memory_plan
-from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult
+from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult, last_resort
 from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply, for_profiled_process
 
 
@@ -223,11 +221,7 @@ def main(argv: list[str]) -> int:
     try:
         result = run(req, request_path.parent, progress, guard)
     except Exception as exc:  # noqa: BLE001 - last resort: report rather than die silently
-        if is_out_of_memory(exc):  # the harness's own checks: never the candidate's fault
-            result = WorkerResult(status=Status.evaluator_fault, reason=evaluator_out_of_memory("evaluation", exc, None))
-        else:
-            tail = traceback.format_exc().strip().splitlines()[-1]
-            result = WorkerResult(status=Status.crashed, reason=f"worker error: {type(exc).__name__}: {exc} [{tail}]")
+        result = last_resort(exc, "worker")
     tried = guard.violations if guard else []
     update: dict = {"sandbox": confined.model_copy(update={"violations": tried}), "peak_memory_bytes": _peak_memory()}
     if guard is not None and tried:  # whatever else happened, and even if the candidate caught the refusal

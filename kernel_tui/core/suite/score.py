@@ -54,7 +54,8 @@ def log_t_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple
 
 # What only the kernel (compare()'s candidate) can cause: the PyTorch side is loaded apart, never checked,
 # and exempt from the policy. A runtime error is the kernel's unless the PyTorch side's launch named itself.
-KERNEL_FAULTS = {Status.incorrect, Status.compile_error, Status.policy_violation, Status.sandbox_violation}
+KERNEL_FAULTS = {Status.incorrect, Status.compile_error, Status.policy_violation, Status.sandbox_violation,
+                 Status.tampering}
 
 
 def side_score(side: Side, comparison: Comparison) -> SideScore:

@@ -35,9 +35,13 @@ FILE_ONLY = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_D
 # seccomp: refuse socket() and io_uring_setup(); on the CPU also every new process (threads stay).
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 SYSCALLS = {
-    "x86_64": {"socket": 41, "clone": 56, "fork": 57, "vfork": 58, "io_uring_setup": 425, "clone3": 435},
-    "aarch64": {"socket": 198, "clone": 220, "io_uring_setup": 425, "clone3": 435},
+    "x86_64": {"socket": 41, "clone": 56, "fork": 57, "vfork": 58, "unshare": 272, "setns": 308,
+               "io_uring_setup": 425, "clone3": 435},
+    "aarch64": {"socket": 198, "clone": 220, "unshare": 97, "setns": 268, "io_uring_setup": 425, "clone3": 435},
 }
+# clone()'s flags for new namespaces: a child in a namespace of its own would be out of the judge's reach
+# (it stops and kills a worker with every process in the worker's user namespace)
+CLONE_NEW_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 X32_SYSCALL_BIT = 0x40000000
 CLONE_THREAD = 0x10000
 AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
@@ -144,7 +148,9 @@ def _bpf(program: list[tuple]) -> bytes:
 
 def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False, inet: bool = False) -> bytes:
     """The filter, assembled: no sockets (AF_UNIX only, with `unix_sockets`; also AF_INET and AF_INET6,
-    with `inet`), no io_uring, and with `no_processes` no fork/vfork/clone3 and clone only for threads."""
+    with `inet`), no io_uring, no new namespaces (unshare, setns, clone with a namespace flag; clone3, whose
+    flags a filter cannot read, answers ENOSYS and glibc falls back to clone), and with `no_processes` no
+    fork/vfork and clone only for threads."""
     unix_sockets = unix_sockets or inet
     ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     nr = SYSCALLS[machine]
@@ -156,16 +162,17 @@ def seccomp_program(machine: str, no_processes: bool, unix_sockets: bool = False
     ]
     if machine == "x86_64":
         program.append((jge, X32_SYSCALL_BIT, "deny", None))
-    program += [(jeq, nr["io_uring_setup"], "deny", None)]
+    program += [(jeq, nr["io_uring_setup"], "deny", None), (jeq, nr["unshare"], "deny", None),
+                (jeq, nr["setns"], "deny", None), (jeq, nr["clone3"], "nosys", None)]
     program += [(jeq, nr["socket"], "socket" if unix_sockets else "deny", None)]
     if no_processes:  # threads yes, processes no: the interpreter needs no compiler
         program += [(jeq, nr[name], "deny", None) for name in ("fork", "vfork") if name in nr]
-        program += [(jeq, nr["clone3"], "nosys", None), (jeq, nr["clone"], "clone", "allow"), ("clone",),
-                    (ld, 16, None, None),  # low word of clone's flags
-                    (jset, CLONE_THREAD, "allow", "deny")]
+    program += [(jeq, nr["clone"], "clone", "allow"), ("clone",), (ld, 16, None, None)]  # low word of the flags
+    if no_processes:
+        program += [(jset, CLONE_THREAD, "threads", "deny"), ("threads",)]
+    program += [(jset, CLONE_NEW_NAMESPACES, "deny", "allow")]
     if unix_sockets:  # jumps go forward only: the socket test sits before the one allow return
-        program += [(ret, 0x7FFF0000, None, None),  # the fall-through: SECCOMP_RET_ALLOW
-                    ("socket",), (ld, 16, None, None)]  # the address family
+        program += [("socket",), (ld, 16, None, None)]  # the address family
         if inet:  # under a profiler only, whose private network has nothing but loopback
             program += [(jeq, AF_INET, "allow", None), (jeq, AF_INET6, "allow", None)]
         program += [(jeq, AF_UNIX, "allow", "deny")]
