@@ -323,3 +323,45 @@ def test_the_timeline_axis_is_minutes_from_one_named_start():
     xs, label = timeline_axis(times)
     assert xs == [0.0, 0.5, 12.0]  # one unit, minutes: no clock times mixed with seconds
     assert label == "minutes since the first verdict (2026-11-30 19:05 UTC)"
+
+
+def test_a_run_whose_candidates_were_not_confined_says_so_at_the_top_and_in_the_environment(tmp_path):
+    from kernel_tui.core.records import Preflight
+    from kernel_tui.core.report import RunRecords
+    from kernel_tui.core.report.markdown import render_markdown
+
+    warning = "candidates are not confined: Landlock: not available in this kernel"
+    records = RunRecords(workspace=tmp_path, preflight=Preflight(status="ok", reference="ok", baseline="ok",
+                                                                 device="cpu", not_confined=warning))
+    text = render_markdown(records)
+    head = text.split("## ", 1)[0]
+    assert "**Candidates are not confined: Landlock: not available in this kernel.**" in head
+    assert f"- **{warning}**" in text
+    confined = RunRecords(workspace=tmp_path, preflight=Preflight(status="ok", reference="ok", baseline="ok",
+                                                                  device="cpu"))
+    assert "not confined" not in render_markdown(confined)
+
+
+def test_the_status_line_says_candidates_are_not_confined_whenever_the_preflight_said_so():
+    from rich.text import Text
+
+    from kernel_tui.core.records import ProposerInfo
+    from kernel_tui.tui import present
+    from kernel_tui.tui.widgets.run import StatusLine
+
+    class Ws:  # what status_view reads of a workspace
+        def __init__(self, preflight: dict) -> None:
+            self.preflight = preflight
+
+        def read_json(self, name: str):
+            return self.preflight if name == "preflight.json" else None
+
+    info = ProposerInfo(kind="search", name="built-in search")
+    shown: list[str] = []
+    line = StatusLine()
+    line.update = lambda text: shown.append(text.plain if isinstance(text, Text) else str(text))  # type: ignore[method-assign]
+    line.show(present.status_view(Ws({"not_confined": "candidates are not confined: Landlock: not available"}),
+                                  "cpu", info, 1, 5))
+    assert "candidates are not confined" in shown[-1]
+    line.show(present.status_view(Ws({"not_confined": ""}), "cpu", info, 1, 5))
+    assert "not confined" not in shown[-1]

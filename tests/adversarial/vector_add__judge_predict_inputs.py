@@ -1,6 +1,6 @@
 # expect: rejected
 # policy: off
-# why: predicting the inputs: at import (not timed) draws every input the evaluator would draw if its seeds were a public function of the task and the block (the seeds' old scheme), keeps each answer, and in a timed call recognises the inputs and copies the answer; each block's inputs derive from a secret drawn for it, so nothing matches and it computes like the baseline
+# why: predicting the inputs: at import (not timed) draws every input the evaluator would draw if its seeds were a public function of the task and the block (the seeds' old scheme), keeps each answer, and in a timed call recognises the inputs and copies the answer; each block's inputs derive from a secret drawn for it, so nothing matches and it computes (twice, so that only a trick that worked could make it faster)
 import torch
 import triton
 import triton.language as tl
@@ -43,3 +43,4 @@ def launch(x, y, output, n_elements):
         return
     grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
     add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)
+    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=BLOCK_SIZE, num_warps=4)  # the work twice: clearly slower, so only a trick that worked could win

@@ -1,6 +1,6 @@
 # expect: rejected
 # policy: off
-# why: not an attack: an honest kernel that writes to its standard output and error on every call (a warning, a debug print); it must be judged like any other (a worker once closed its console and the next file it opened, an arena of its own buffers, became it)
+# why: not an attack: an honest kernel (doing its work twice, so never faster) that writes to its standard output and error on every call (a warning, a debug print); it must be judged like any other (a worker once closed its console and the next file it opened, an arena of its own buffers, became it)
 import sys
 
 import torch
@@ -24,3 +24,4 @@ def launch(x, y, output, n_elements):
     sys.stderr.flush()
     grid = (triton.cdiv(n_elements, 256),)
     add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=256, num_warps=4)
+    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=256, num_warps=4)  # the work twice: clearly slower, so only a trick that worked could win

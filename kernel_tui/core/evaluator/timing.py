@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import statistics
 import time
 from collections.abc import Callable
 
@@ -48,7 +47,7 @@ from kernel_tui.core.evaluator.memory import MemoryPlan
 from kernel_tui.core.evaluator.models import TimingBlock, TimingPlan
 from kernel_tui.core.evaluator.protocol import Command
 from kernel_tui.core.evaluator.shared_sets import SharedSets
-from kernel_tui.core.evaluator.side import Side, SideFault
+from kernel_tui.core.evaluator.side import Side
 from kernel_tui.core.task import ShapeCase, TaskSpec
 
 ROLES = ("incumbent", "candidate")
@@ -215,12 +214,6 @@ def interference_verdict(flags: dict[str, int], windows: int) -> tuple[str, str]
     return None
 
 
-def median(xs: list[float]) -> float:
-    return statistics.median(xs) if xs else 0.0
-
-
 def first_draw(seed: int, role: str, k: int) -> random.Random:
     return random.Random(f"untouched:{seed}:{role}:{k}")
 
-
-__all__ = ["BlockTimer", "SideFault", "busy", "interference_verdict", "window_calls"]

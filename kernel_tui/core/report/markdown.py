@@ -379,6 +379,10 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
            f"Workspace `{r.workspace}`, written {datetime.now(UTC).isoformat(timespec='seconds')}.", ""]
     if r.interpreter:
         out += [INTERPRETER_BANNER, ""]
+    if r.preflight is not None and r.preflight.not_confined:  # in words, at the top, every time
+        warning = cell(r.preflight.not_confined, 300)
+        out += [f"> **{warning[:1].upper()}{warning[1:]}.** Every verdict below was reached with the candidates' "
+                "code running where the sandbox could not hold it.", ""]
     out += _section_missing(r) + _section_task(r, roof) + _section_environment(r) + _section_status(r)
     out += ["## Figures", "",
             "Rounds overview: top, each candidate's own latency (filled star = accepted, open circle = rejected) "
