@@ -356,8 +356,8 @@ class Judge:
                 blocks.append(timer.run())
             except TaskFault as exc:
                 return self.result(Status.invalid_task, f"during timing{at}: {exc}")
-            except CandidateFault as fault:
-                return self.result(fault.status, fault.reason)
+            except CandidateFault as fault:  # an evaluator_fault here is a busy GPU: no memory plan cures it
+                return self.result(fault.status, fault.reason, retry_smaller=False)
             except SideFault as fault:
                 return self._side_fault(fault, f"during timing{at}")
             except Exception as exc:
