@@ -225,14 +225,15 @@ def test_the_command_line(tmp_path):
 # --- the PyTorch sides ------------------------------------------------------------------------------
 
 
-def test_the_eager_source_copies_the_reference_into_the_outputs():
+def test_the_eager_source_returns_the_references_results_and_writes_nothing():
     task = load_task(FIXTURES / "vector_add")
     namespace: dict = {"__name__": "kt_eager"}
     exec(compile(pytorch_source(task, "eager"), "eager.py", "exec"), namespace)
     x, y = torch.randn(5, 7, dtype=torch.float16), torch.randn(5, 7, dtype=torch.float16)
     out = torch.full_like(x, float("nan"))
-    namespace["launch"](x, y, out, x.numel())
-    assert torch.equal(out, (x.float() + y.float()).to(torch.float16))
+    result = namespace["launch"](x, y, out, x.numel())
+    assert torch.equal(result, (x.float() + y.float()).to(torch.float16))
+    assert out.isnan().all()  # the evaluator copies it, after the timed region
     compiled = pytorch_source(task, "compile")
     assert "torch.compile(_kt_reference)" in compiled and "TORCHINDUCTOR_COMPILE_THREADS" in compiled
     compile(compiled, "compile.py", "exec")
@@ -250,12 +251,6 @@ def test_the_compile_side_never_runs_nvcc(monkeypatch):
     exec(compile(pytorch_source(load_task(FIXTURES / "vector_add"), "compile"), "compile.py", "exec"), namespace)
     comment = after_aot._cuda_system_info_comment()
     assert comment.startswith("# CUDA toolkit version not queried") and comment.endswith("\n")
-
-
-def test_the_source_writes_outputs_in_the_reference_order():
-    task = load_task(FIXTURES / "vector_add")
-    source = pytorch_source(task, "eager")
-    assert "zip([2], results)" in source  # output is the third launch argument
 
 
 # --- scoring, with every number known ----------------------------------------------------------------

@@ -65,6 +65,7 @@ class Worker:
         self.kernels: set[str] = set()
         self.shapes: Any = None  # kernel_facts.FirstShapes
         self.reported = 0  # audit-hook violations already sent
+        self.held: list[tuple[list[Any], Any]] = []  # a returning side's results, until `deliver`
 
     # --- setup -------------------------------------------------------------------------------------------
     def load(self) -> Reply:
@@ -157,6 +158,28 @@ class Worker:
             return self._exception(exc, "after a timed window")
         return Reply(ok=True)
 
+    def op_deliver(self, cmd: Command, fds: list[int]) -> Reply:
+        """A returning side's held results copied into its output arguments, then the device waited for: the
+        copy a user's own call never makes, outside every timed region."""
+        try:
+            self._deliver()
+            self._sync()
+        except Exception as exc:  # noqa: BLE001 - results that do not fit the outputs, or a device error
+            return self._exception(exc, "delivering the results")
+        return Reply(ok=True)
+
+    def _deliver(self) -> None:
+        held, self.held = self.held, []
+        positions = self.setup.returns or []
+        for args, results in held:
+            if results is None:  # a launch that wrote its outputs itself
+                continue
+            results = tuple(results) if isinstance(results, (tuple, list)) else (results,)
+            if len(results) != len(positions):
+                raise ValueError(f"returned {len(results)} results for {len(positions)} outputs")
+            for position, value in zip(positions, results):
+                args[position].copy_(value)
+
     def op_overhead(self, cmd: Command, fds: list[int]) -> Reply:
         """Host seconds per launch with the device never starving the host (sizes the judge's hold; a
         figure for the report, never a time that is judged)."""
@@ -215,11 +238,15 @@ class Worker:
             if self.cuda and cmd.seq is not None:
                 self._wait_gate(cmd.seq)
             before = self._allocated()
+            returning = self.setup.returns is not None
+            self.held = []
             try:
                 with recorder:
                     for args in argv:
                         for _ in range(cmd.repeat):
-                            self.fn(*args)
+                            results = self.fn(*args)
+                        if returning:
+                            self.held.append((args, results))
             except BaseException as exc:
                 if is_out_of_memory(exc):
                     return self.failed("runtime_error", f"{what}: out of memory", Oom(
@@ -229,6 +256,8 @@ class Worker:
                 if self.cuda and cmd.seq is not None:
                     self._write_done(cmd.seq)  # the judge's stream must never wait forever
             if synchronise:
+                if returning and not cmd.hold:  # an untimed call: its results go where the checks read them
+                    self._deliver()
                 self._sync()
                 self._note_shape(cmd.shape)
         except Exception as exc:  # noqa: BLE001 - the side's fault, classified

@@ -52,6 +52,11 @@ class WorkerSetup(BaseModel):
     sandbox: SandboxPlan | None = None  # None: unconfined, said in every result
     folder: str  # the worker's own, fresh folder (its HOME, TMPDIR and only writable place with the cache)
     triton_cache: str
+    # A trusted PyTorch side (the reference called as a user calls it, allocating its own results) returns its
+    # outputs instead of writing them: the launch arguments at these positions receive them on `deliver`,
+    # after the timed region. Only ever set by the caller for sources it wrote or the task's eager baseline:
+    # work done at delivery is never timed, so no candidate may choose it.
+    returns: list[int] | None = None
 
 
 
@@ -70,7 +75,7 @@ class Call(_Frozen):
 
 class Command(_Frozen):
     op: Literal["load", "arena", "signals", "set", "drop", "call", "window", "overhead", "capture", "facts", "settle",
-                "exit"]
+                "deliver", "exit"]
     arena: ArenaSpec | None = None  # arena, signals
     set_id: int | None = None  # set
     args: list[Argument] = Field(default_factory=list)  # set
@@ -79,6 +84,7 @@ class Command(_Frozen):
     calls: list[Call] = Field(default_factory=list)  # call, window, overhead, capture
     seq: int | None = None  # call, window (GPU): wait for the gate word to reach it, write it to done after
     repeat: int = 1  # call: each call this many times (warm-up); overhead: launches per measurement
+    hold: bool = False  # call: a returning side keeps its results for `deliver` (a window always does)
     shape: str = ""  # call: the task shape, for the compiled kernels' facts
     nonce: int = 0  # numbers the command; its reply must carry the same: nothing early, late or twice
 

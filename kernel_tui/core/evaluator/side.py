@@ -80,6 +80,11 @@ class Side:
         self.violations: list[str] = []
         self.nonce = 0  # of the last command sent
 
+    @property
+    def returns(self) -> bool:
+        """A trusted PyTorch side that returns its outputs: they reach its buffers only on `deliver`."""
+        return self.setup.returns is not None
+
     @classmethod
     def spawn(cls, setup: WorkerSetup) -> Side:
         folder = Path(setup.folder)

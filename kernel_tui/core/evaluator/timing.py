@@ -170,12 +170,14 @@ class BlockTimer:
                 stopped = None
                 try:
                     t0 = time.perf_counter()
-                    side.send(self.call(role, s))
+                    side.send(self.call(role, s, hold=True))
                     side.reply(self.timeout())
                 finally:
                     stopped = side.stop()  # before the check: nothing the side left running writes after this
                 # until the side was stopped: an early answer stops no clock while its work goes on
                 total += (stopped or time.perf_counter()) - t0
+                if side.returns:  # the copy into the outputs, after the clock stopped
+                    side.request(Command(op="deliver"), self.timeout())
                 self._check(s, role)
             return total / self.plan.inner_repeats
 
