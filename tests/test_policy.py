@@ -203,3 +203,90 @@ def test_legitimate_classes_methods_and_fields_pass():
     )
     report = check(src)
     assert report.ok, report.summary()
+
+
+# --- libdevice: its functions through four spellings, nothing else under triton.language.extra ----------------
+LIBDEVICE_KERNEL = """
+@triton.jit
+def k(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(o_ptr + offs, {lib}tanh(x) + {lib}erf(x) + {lib}exp2(x), mask=m)
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, lib",
+    [
+        ("from triton.language.extra import libdevice\n", "libdevice."),
+        ("from triton.language.extra.cuda import libdevice\n", "libdevice."),
+        ("", "tl.extra.cuda.libdevice."),
+        ("", "tl.extra.libdevice."),
+        # the same modules spelled otherwise
+        ("import triton.language.extra.cuda.libdevice as ld\n", "ld."),
+        ("from triton.language.extra.libdevice import tanh, erf, exp2\n", ""),
+    ],
+)
+def test_libdevice_passes(imports, lib):
+    report = check(HEADER + imports + LIBDEVICE_KERNEL.format(lib=lib) + LAUNCH)
+    assert report.ok, report.summary()
+
+
+@pytest.mark.parametrize(
+    "expr, rule",
+    [
+        ("tl.extra.cuda.libdevice.os", "attribute-not-allowed"),
+        ("tl.extra.libdevice.os.system", "attribute-not-allowed"),
+        ("tl.extra.cuda.libdevice.core.builtins", "attribute-not-allowed"),
+        ("tl.extra.cuda.libdevice.tanh.signature", "attribute-not-allowed"),
+        ("tl.extra.cuda.libdevice.fast_tanhf(x)", "attribute-not-allowed"),
+        ("tl.extra.cuda.utils.num_warps()", "attribute-not-allowed"),
+        ("tl.extra.cuda.gdc_wait()", "attribute-not-allowed"),
+        ("tl.extra.hip.libdevice.tanh(x)", "attribute-not-allowed"),
+        ("tl.extra.modules['os']", "attribute-not-allowed"),
+        ("tl.extra.pkgutil", "attribute-not-allowed"),
+        ("libdevice.core", "attribute-not-allowed"),
+        ("libdevice.__dict__", "dunder-access"),
+        ("tl.extra.cuda.libdevice.__spec__", "dunder-access"),
+        ("libdevice", "module-alias"),
+        ("tl.extra.cuda", "module-alias"),
+        ("[tl.extra.libdevice]", "module-alias"),
+    ],
+)
+def test_libdevice_escape_is_named(expr, rule):
+    imports = "from triton.language.extra.cuda import libdevice\n"
+    kernel = LIBDEVICE_KERNEL.format(lib="libdevice.")
+    in_kernel = kernel.replace("libdevice.tanh(x)", f"({expr})")
+    in_host = kernel + f"\ndef helper():\n    return {expr}\n"
+    for source in (HEADER + imports + in_kernel + LAUNCH, HEADER + imports + in_host + LAUNCH):
+        assert rule in rules(source), check(source).summary()
+
+
+@pytest.mark.parametrize(
+    "extra, rule",
+    [
+        ("import triton.language.extra\n", "import-not-allowed"),
+        ("import triton.language.extra.cuda as cuda\n", "import-not-allowed"),
+        ("import triton.language.extra.cuda.utils\n", "import-not-allowed"),
+        ("from triton.language.extra import cuda\n", "import-not-allowed"),
+        ("from triton.language.extra import pkgutil\n", "import-not-allowed"),
+        ("from triton.language.extra.cuda import utils\n", "import-not-allowed"),
+        ("from triton.language.extra.hip import libdevice\n", "import-not-allowed"),
+        ("from triton.language.extra.cuda.libdevice import core\n", "attribute-not-allowed"),
+        ("from triton.language.extra.libdevice import os\n", "attribute-not-allowed"),
+        ("from triton.language.extra import libdevice\nlibdevice.tanh = None\n", "monkeypatch"),
+        ("from triton.language.extra import libdevice\nL = libdevice\n", "module-alias"),
+        ("from triton.language.extra import libdevice\nlibdevice = 0\n", "module-alias"),
+    ],
+)
+def test_libdevice_import_escape_is_named(extra, rule):
+    found = rules(HEADER + extra + KERNEL + LAUNCH)
+    assert rule in found, found
+
+
+def test_libdevice_refusals_say_what_to_use():
+    report = check(HEADER + "from triton.language.extra.cuda import libdevice\n" + KERNEL + LAUNCH
+                   + "\ndef helper():\n    return libdevice.core, tl.extra.cuda.utils\n")
+    messages = [v.message for v in report.violations]
+    assert len(messages) == 2 and all("libdevice.tanh" in m for m in messages), messages

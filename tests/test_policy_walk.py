@@ -3,7 +3,8 @@
 The walk goes breadth-first through the attributes of each allowed module at test time and collects every
 path that lands on a module that reaches the system (os, sys, subprocess, ...). Each such path, written into
 an otherwise valid candidate, must be rejected. A new torch or triton release that grows a new path is
-covered without anyone listing it.
+covered without anyone listing it. A second walk follows every value, not only modules and callables, from
+each allowed libdevice function: code may hold one, and nothing it offers may lead to the system.
 """
 
 from __future__ import annotations
@@ -16,18 +17,28 @@ import time
 import types
 import warnings
 from collections import deque
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
 import pytest
 
 from kernel_tui.core import policy_allowlist as allow
-from kernel_tui.core.policy import ALLOWED_IMPORTS, ALLOWED_PATHS, CLASS_PATHS, HELD_METHODS, MODULE_PATHS, check_source
+from kernel_tui.core.policy import (
+    ALLOWED_IMPORTS,
+    ALLOWED_PATHS,
+    CLASS_PATHS,
+    HELD_METHODS,
+    LIBDEVICE_MODULES,
+    MODULE_PATHS,
+    check_source,
+)
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec, load_task
 from tests.conftest import FIXTURE_NAMES, FIXTURES, PUBLISHED_TASKS, ROOT
 
-ROOTS = ("torch", "torch.cuda", "triton", "triton.language", "triton.language.math", "math", "typing", "functools")
+ROOTS = ("torch", "torch.cuda", "triton", "triton.language", "triton.language.math", "triton.language.extra",
+         "triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice", "math", "typing", "functools")
 ESCAPES = ("os", "sys", "subprocess", "importlib", "ctypes", "builtins", "socket")
 MAX_DEPTH = 4  # attributes below a root
 MAX_NODES = 20_000  # objects expanded per root: torch alone has tens of thousands within four steps
@@ -136,10 +147,15 @@ def _resolved_allowed_paths() -> list[tuple[str, object]]:
 
 
 def test_the_allow_list_holds_no_other_module():
+    """A path that lands on a module is a module path, which is never held, and names that very module.
+
+    By name, not identity: triton.language.extra imports its cuda package twice, so `tl.extra.cuda` is not
+    sys.modules["triton.language.extra.cuda"].
+    """
     resolved = _resolved_allowed_paths()
-    allowed_modules = {sys.modules[m] for m in MODULE_PATHS if m in sys.modules}
     for path, obj in resolved:
-        assert not isinstance(obj, types.ModuleType) or obj in allowed_modules, f"{path} is the module {obj.__name__}"
+        assert not isinstance(obj, types.ModuleType) or (path in MODULE_PATHS and obj.__name__ == path), \
+            f"{path} is the module {obj.__name__}"
     assert len(resolved) > 250
 
 
@@ -151,6 +167,63 @@ def test_no_escape_path_runs_through_an_allowed_name():
             continue  # dunder-access
         allowed = [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in ALLOWED_PATHS]
         assert allowed[-1] in MODULE_PATHS, f"{path} runs through {allowed[-1]}"
+
+
+# --- libdevice: what a held function offers ---------------------------------------------------------------------
+def _links(obj: object) -> Iterator[tuple[str, object]]:
+    """What code holding `obj` reaches in one step: attributes but dunders (refused wherever they appear), mapping
+    values and sequence items."""
+    try:
+        names = [n for n in dir(obj) if not (n.startswith("__") and n.endswith("__"))]
+    except Exception:  # noqa: BLE001 - an object whose dir() fails offers no attributes
+        names = []
+    for name in names:
+        try:
+            yield f".{name}", getattr(obj, name)
+        except BaseException:  # noqa: BLE001 - as in escape_paths
+            continue
+    if isinstance(obj, Mapping):
+        yield from ((f"[{k!r}]", v) for k, v in list(obj.items()))
+    elif isinstance(obj, (list, tuple)):
+        yield from ((f"[{i}]", v) for i, v in enumerate(obj))
+
+
+def _value_walk(start: object, seen: dict[int, object]) -> list[str]:
+    """Paths from `start` to an escape module through any value, not only modules and callables as in
+    escape_paths: a function is held as a value (`f = libdevice.tanh`), and its attributes are then unchecked.
+    No depth limit (a libdevice function's closure is some 800 objects); stops once `seen` holds MAX_NODES."""
+    targets = {id(sys.modules[m]) for m in ESCAPES if m in sys.modules}
+    found: list[str] = []
+    todo = deque([("", start)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while todo and len(seen) < MAX_NODES:
+            path, obj = todo.popleft()
+            for step, value in _links(obj):
+                if id(value) in targets:
+                    found.append(path + step)
+                elif id(value) not in seen:
+                    seen[id(value)] = value
+                    todo.append((path + step, value))
+    return found
+
+
+def test_the_value_walk_finds_why_libdevice_core_is_refused():
+    found = _value_walk(importlib.import_module("triton.language.extra.cuda.libdevice"), {})
+    assert ".core.builtins" in found, found[:10]
+
+
+@pytest.mark.parametrize("module", sorted(LIBDEVICE_MODULES))
+def test_no_libdevice_name_reaches_an_escape(module):
+    """Every allowed libdevice name is a plain function, and nothing it offers leads to the system."""
+    lib = importlib.import_module(module)
+    present = [n for n in allow.LIBDEVICE_NAMES if hasattr(lib, n)]  # as TRITON_LANGUAGE_NAMES: a superset
+    assert len(present) > 150
+    assert [n for n in present if not isinstance(getattr(lib, n), types.FunctionType)] == []
+    seen: dict[int, object] = {}
+    found = [f"{module}.{name}{path}" for name in present for path in _value_walk(getattr(lib, name), seen)]
+    assert not found, found[:5]
+    assert len(seen) < MAX_NODES, "the walk stopped before it saw everything"
 
 
 def test_every_allowed_class_is_on_the_class_list():

@@ -23,7 +23,10 @@ from pydantic import BaseModel, ConfigDict
 from kernel_tui.core import policy_allowlist as allow
 from kernel_tui.core.astutil import dotted_name
 
-ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"}
+# libdevice's modules may be imported (`from triton.language.extra import libdevice`); their parents are only links
+# of a path (`tl.extra.cuda.libdevice.tanh`): the rest of triton.language.extra reaches sys.modules.
+LIBDEVICE_MODULES = {"triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"}
+ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"} | LIBDEVICE_MODULES
 FORBIDDEN_BUILTINS = {
     "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals",
     "locals", "vars", "breakpoint", "input", "memoryview",
@@ -55,7 +58,7 @@ TENSOR_COMPUTE_METHODS = {
 # Modules a candidate may name and go through (`tl.load`), never hold as a value: a module object in a
 # variable would let attribute chains escape the path check below.
 MODULE_PATHS = {"torch", "torch.cuda", "triton", "triton.language", "triton.language.math", "math", "typing",
-                "functools", "__future__"}
+                "functools", "__future__", "triton.language.extra", "triton.language.extra.cuda"} | LIBDEVICE_MODULES
 # Every dotted path a candidate may reach through an allowed module; anything longer or elsewhere is rejected
 # (submodules such as triton.runtime.cache or typing itself expose os, sys and subprocess).
 ALLOWED_PATHS = frozenset(
@@ -65,6 +68,7 @@ ALLOWED_PATHS = frozenset(
     | {f"triton.{n}" for n in allow.TRITON_NAMES}
     | {f"triton.language.{n}" for n in allow.TRITON_LANGUAGE_NAMES + allow.TRITON_LANGUAGE_OLDER_NAMES}
     | {f"triton.language.math.{n}" for n in allow.TRITON_LANGUAGE_MATH_NAMES}
+    | {f"{m}.{n}" for m in LIBDEVICE_MODULES for n in allow.LIBDEVICE_NAMES}
     | {f"math.{n}" for n in allow.MATH_NAMES}
     | {f"typing.{n}" for n in allow.TYPING_NAMES}
     | {f"functools.{n}" for n in allow.FUNCTOOLS_NAMES}
@@ -98,6 +102,10 @@ _EXAMPLES = {
     "triton": "triton.jit, triton.cdiv, triton.autotune, triton.Config",
     "triton.language": "tl.load, tl.arange, tl.sum",
     "triton.language.math": "tl.math.exp",
+    "triton.language.extra": "tl.extra.cuda.libdevice.tanh",
+    "triton.language.extra.cuda": "tl.extra.cuda.libdevice.tanh",
+    "triton.language.extra.libdevice": "libdevice.tanh, libdevice.erf",
+    "triton.language.extra.cuda.libdevice": "libdevice.tanh, libdevice.erf",
     "torch": "torch.empty, torch.float16",
     "torch.cuda": "torch.cuda.get_device_properties",
     "typing": "typing.Optional",
