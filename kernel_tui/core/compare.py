@@ -24,6 +24,9 @@ class RunSummary(BaseModel):
     candidate_median: float
     median_paired_improvement: float
     method: str
+    # the run's paired samples, seconds per call: what an interval over runs and pairs resamples
+    incumbent: list[float] = []
+    candidate: list[float] = []
 
 
 class Comparison(BaseModel):
@@ -49,7 +52,7 @@ def summarize_run(block: TimingBlock, run: int) -> RunSummary:
         incumbent_median=statistics.median(block.incumbent),
         candidate_median=statistics.median(block.candidate),
         median_paired_improvement=float(statistics.median(gate.paired_improvements(to_gate_block(block)))),
-        method=block.method,
+        method=block.method, incumbent=list(block.incumbent), candidate=list(block.candidate),
     )
 
 

@@ -21,10 +21,12 @@ SIDE_LABELS = {"eager": "PyTorch eager", "compile": "torch.compile"}
 THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 FLAG_SPEEDUP = 10.0  # a speedup above this is more often a measuring or checking fault than a kernel
 CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 4000
 INTERVAL_METHOD = (
-    f"{CONFIDENCE:.0%} Student t-interval on the per-run log ratios log(PyTorch run median / kernel run median), "
-    "one ratio per fresh-process run, mapped back with exp; the point estimate S is compare()'s median of run "
-    "medians ratio"
+    f"{CONFIDENCE:.0%} percentile bootstrap of S over the timing blocks of all runs, {BOOTSTRAP_RESAMPLES} "
+    "resamples: the fresh-process runs drawn with replacement, then each drawn run's pairs drawn with "
+    "replacement, and S computed from them as the point estimate is (the median of the PyTorch side's run "
+    "medians over the kernel's); resampling runs first keeps the process-to-process variance in the interval"
 )
 
 
@@ -92,8 +94,8 @@ class SideSummary(_Frozen):
     """fast_p and the geometric mean of S against one PyTorch side."""
 
     side: Side
-    total: int  # the denominator of fast_p: every task, failed ones included, less `unmeasured`
-    unmeasured: list[str] = Field(default_factory=list)  # correct tasks whose PyTorch side could not run
+    total: int  # the denominator of fast_p: every task, failed and unmeasured ones included
+    unmeasured: list[str] = Field(default_factory=list)  # correct tasks whose PyTorch side could not run (not fast)
     fast_p: list[FastP] = Field(default_factory=list)
     geomean: float | None = None  # of S over the correct tasks measured on this side
     geomean_over: int = 0

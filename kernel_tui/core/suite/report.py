@@ -59,12 +59,11 @@ def _section_setup(s: SuiteResult) -> list[str]:
         "kernel passed it when the gate accepted it)",
         "- S = PyTorch time / kernel time (median of the PyTorch side's run medians over the kernel's); S > 1: "
         "the kernel is faster",
-        "- The PyTorch side's time includes copying its results into the task's output tensors, which the kernel "
-        "writes directly: one more read and write of the outputs. On a memory-bound task this favours the "
-        "kernel (a one-input elementwise op moves twice the bytes on the PyTorch side); its size is not "
-        "measured here",
-        "- fast_p counts a kernel that failed in a side's comparison (incorrect there, say) as not fast; a side "
-        "that could not run at all leaves the task out of that side's denominator, and the table says so",
+        "- Both sides are timed as they are called: the PyTorch side returns results it allocates itself, and "
+        "their copy into the task's output tensors (where the checks read them) is made after the timed "
+        "region; the kernel writes its outputs directly",
+        "- fast_p counts every task: a kernel that failed in a side's comparison (incorrect there, say), and a "
+        "correct one whose side could not run at all, count as not fast there; the latter are named below",
         f"- Interval of S: {s.interval_method}",
         "- Scored kernel: the task's best version; where no Triton kernel was accepted over a PyTorch starting "
         "point (none was faster), the fastest correct Triton candidate instead, marked in the tasks table",
@@ -100,10 +99,10 @@ def _side_lines(summary: SideSummary) -> list[str]:
     if not summary.available:
         return [f"- Against {name}: not measured on any correct task, so no fast_p "
                 f"({', '.join(summary.unmeasured)}: see the tasks table for why)"]
-    lines = [f"- Against {name}: fast_p over {summary.total} task(s)"]
+    lines = [f"- Against {name}: fast_p over all {summary.total} task(s)"]
     if summary.unmeasured:
-        lines.append(f"  ({len(summary.unmeasured)} correct task(s) left out, their {name} side could not be "
-                     f"measured: {', '.join(summary.unmeasured)})")
+        lines.append(f"  ({len(summary.unmeasured)} correct task(s) counted as not faster, their {name} side "
+                     f"could not be measured: {', '.join(summary.unmeasured)}; the tasks table says why)")
     lines.append(f"- Geometric mean of S against {name}: {_x(summary.geomean)} over the {summary.geomean_over} "
                  f"correct task(s) measured" if summary.geomean is not None
                  else f"- Geometric mean of S against {name}: {MISSING} (no correct task measured)")

@@ -1,15 +1,17 @@
 """The suite's scores, pure functions of the task results: KernelBench's fast_p and the geometric mean of S.
 
 fast_p = the share of ALL tasks whose kernel is correct and faster than PyTorch by more than p (S > p); a
-failed task stays in the denominator. The strict variant counts a task only when the lower bound of the
-interval of S exceeds p, so that a speedup the runs cannot tell from noise is not counted. A correct task
-whose PyTorch side could not be measured (torch.compile unavailable) says nothing either way about that
-side and leaves its denominator; it is named in the report.
+failed task stays in the denominator, and so does a correct one whose PyTorch side could not be measured
+(torch.compile unavailable, say): it counts as not faster, as KernelBench counts it, and is named in the
+report with the reason. The strict variant counts a task only when the lower bound of the interval of S
+exceeds p, so that a speedup the runs cannot tell from noise is not counted.
 
-The interval: each compare() run is one fresh process timing both sides, so each run gives one ratio of
-run medians; their logs are treated as a sample (runs are independent processes) and a Student t-interval
-on their mean is mapped back with exp. With 2 runs it is wide (t = 12.7 at 95%), which is the honest
-answer for 2 runs.
+The interval: a bootstrap over the timing blocks of all runs (each run is one fresh process timing both
+sides, one block of paired samples). Runs are drawn with replacement, then each drawn run's pairs, and S is
+computed from the draw as the point estimate is. Drawing runs first keeps the process-to-process variance
+(the larger part on a GPU) in the interval; drawing pairs adds the variance within a run, which a t-interval
+over 3 run ratios (2 degrees of freedom) ignored. scipy.stats.bootstrap draws from flat samples only, so the
+two-level draw is written out here.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
 from scipy import stats
 
-from kernel_tui.core.compare import Comparison
+from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.suite.models import (
+    BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
     FLAG_SPEEDUP,
     SIDE_LABELS,
@@ -52,6 +56,28 @@ def log_t_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple
     return math.exp(low), math.exp(high)
 
 
+def bootstrap_interval(runs: list[RunSummary], confidence: float = CONFIDENCE,
+                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
+    """A percentile interval of S = median(PyTorch run medians) / median(kernel run medians), drawing runs
+    and then each drawn run's pairs with replacement; None with fewer than two runs or without samples."""
+    blocks = [(np.asarray(r.incumbent, float), np.asarray(r.candidate, float)) for r in runs]
+    if len(blocks) < 2 or any(len(a) == 0 or len(a) != len(b) for a, b in blocks):
+        return None
+    rng = np.random.default_rng(seed)
+    n = len(blocks)
+    # per run, and per slot of a draw it may fill: the medians of `resamples` draws of its pairs
+    inc, cand = np.empty((n, resamples, n)), np.empty((n, resamples, n))
+    for i, (a, b) in enumerate(blocks):
+        idx = rng.integers(0, len(a), size=(resamples, n, len(a)))  # pairs drawn together: they are paired
+        inc[i], cand[i] = np.median(a[idx], axis=-1), np.median(b[idx], axis=-1)
+    picks = rng.integers(0, n, size=(resamples, n))
+    rows, slots = np.arange(resamples)[:, None], np.arange(n)[None, :]
+    ratios = np.median(inc[picks, rows, slots], axis=1) / np.median(cand[picks, rows, slots], axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
 # What only the kernel (compare()'s candidate) can cause: the PyTorch side is loaded apart, never checked,
 # and exempt from the policy. A runtime error is the kernel's unless the PyTorch side's launch named itself.
 KERNEL_FAULTS = {Status.incorrect, Status.compile_error, Status.policy_violation, Status.sandbox_violation,
@@ -66,7 +92,8 @@ def side_score(side: Side, comparison: Comparison) -> SideScore:
         return SideScore(side=side, available=False, kernel_failed=kernel, comparison=comparison,
                          reason=one_line(f"{comparison.status}: {comparison.reason}"))
     ratios = run_ratios(comparison)
-    ci = log_t_interval(ratios)
+    # recordings made before runs kept their samples fall back to the t-interval on the run ratios
+    ci = bootstrap_interval(comparison.runs) or log_t_interval(ratios)
     return SideScore(
         side=side, available=True, reason=comparison.reason, speedup=comparison.speedup,
         ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, run_ratios=ratios,
@@ -88,8 +115,8 @@ def one_line(text: str, limit: int = 300) -> str:
 
 
 def measured(results: list[TaskResult], side: Side) -> tuple[list[tuple[float, float | None] | None], list[str]]:
-    """Per task in the denominator: (S, lower bound) for a correct one measured on this side, None for a
-    failed one; and the correct tasks left out because this side could not be measured."""
+    """Per task, all in the denominator: (S, lower bound) for a correct one measured on this side, None for a
+    failed one or one this side could not be measured for (not fast); and the correct tasks of the latter."""
     values: list[tuple[float, float | None] | None] = []
     unmeasured: list[str] = []
     for r in results:
@@ -98,6 +125,7 @@ def measured(results: list[TaskResult], side: Side) -> tuple[list[tuple[float, f
             values.append(None)  # in the denominator, not fast
         elif score is None or not score.available or score.speedup is None:
             unmeasured.append(r.task)
+            values.append(None)  # KernelBench's denominator: every task; unmeasured is not faster
         else:
             values.append((score.speedup, score.ci_low))
     return values, unmeasured
