@@ -87,3 +87,21 @@ def test_the_pytorch_sides_return_and_name_their_outputs_by_position(task, tmp_p
         assert ev._setup("candidate", eager + "\n", tmp_path, enforce=False).returns is None
     finally:
         ev.close()
+
+
+def test_the_torch_compile_side_compiles_and_passes_inside_the_sandbox(task, tmp_path):
+    """Inductor runs a C++ compiler, a child Python and openssl on the CPU (torch's ptxas on a GPU): the
+    trusted compile side may run exactly those, in every other layer of the sandbox; a candidate may not."""
+    source = pytorch_source(task, "compile")
+    ev = Evaluator(task, device="cpu", enforce_policy=False, returning=[source], inductor=[source],
+                   workdir=tmp_path, timeout=300)
+    try:
+        res = ev.check(source, trusted=True)
+        confined = ev._setup("candidate", source, tmp_path, enforce=False).sandbox
+        other = ev._setup("candidate", task.baseline_source, tmp_path, enforce=False).sandbox
+    finally:
+        ev.close()
+    assert res.status is Status.ok, res.reason
+    assert res.sandbox is not None and res.sandbox.active and not res.sandbox.violations, res.sandbox
+    if confined is not None and other is not None:  # KERNEL_TUI_SANDBOX=0 has no plans to compare
+        assert set(other.execute) < set(confined.execute)

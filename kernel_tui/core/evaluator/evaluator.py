@@ -40,7 +40,7 @@ from kernel_tui.core.evaluator.models import (
 )
 from kernel_tui.core.evaluator.protocol import WorkerSetup
 from kernel_tui.core.evaluator.runner import package_paths, run_judge, run_worker, worker_env
-from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker, netns
+from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker, netns, with_inductor
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.profile.ncu import METRIC_NAMES, NCU_PORTS, ncu_messages, ncu_wrapper
 from kernel_tui.core.task import Task
@@ -167,6 +167,7 @@ class Evaluator:
         gpu: str | None = None,
         unconfined: bool = False,
         returning: Iterable[str] = (),
+        inductor: Iterable[str] = (),
     ) -> None:
         self.task = task
         # Trusted PyTorch sources that return their outputs rather than write them (the suite's eager and
@@ -175,6 +176,8 @@ class Evaluator:
         self.returning = set(returning)
         if task.baseline_is_pytorch:
             self.returning.add(task.baseline_source)
+        # Trusted sources that compile with torch.compile: their workers may run Inductor's compilers
+        self.inductor = set(inductor)
         # a lease of the GPU pool: every worker of this evaluator (both sides of each paired block) runs on it
         self.gpu = gpu
         self.device = resolve_device(device)
@@ -326,6 +329,8 @@ class Evaluator:
         sandbox = None
         if self._sandbox is not None:
             sandbox = self._sandbox.model_copy(update={"write": [str(own), str(cache)]})
+            if source in self.inductor:
+                sandbox = with_inductor(sandbox)
         spec = self.task.spec
         returns = [spec.launch_arguments.index(n) for n in spec.output_order()] if source in self.returning else None
         return WorkerSetup(role=role, source=source, entrypoint=spec.entrypoint, device=self.device,

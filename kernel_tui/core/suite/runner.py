@@ -396,7 +396,8 @@ class SuiteRunner:
             return TaskResult(status="failed", reason=one_line(f"the best fails the policy: {rejected.reason}"),
                               complete=True, **base)
         evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel, gpu=self.gpu,
-                              returning=[pytorch_source(ws.task, side) for side in SIDES])
+                              returning=[pytorch_source(ws.task, side) for side in SIDES],
+                              inductor=[pytorch_source(ws.task, "compile")])
         scores: dict[Side, SideScore] = {}
         try:
             for side in SIDES:

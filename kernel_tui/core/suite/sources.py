@@ -20,7 +20,7 @@ from kernel_tui.core.task import Task
 _COMPILE = '''
 import os as _kt_os
 
-# one compile thread (no worker pool: the sandbox allows no new processes on the CPU), and a cache inside
+# one compile thread (no worker pool: compiles stay in this process and the compilers it runs), and a cache inside
 # the worker's own folder, the one place it may write
 _kt_os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 _kt_os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _kt_os.path.join(_kt_os.getcwd(), "inductor-cache"))

@@ -41,9 +41,10 @@ from kernel_tui.core.evaluator.sandbox.plan import (
     for_profiler,
     for_worker,
     libcuda_dir,
+    with_inductor,
 )
 
 __all__ = [
     "Guard", "SandboxPlan", "SandboxRefused", "SandboxReport", "apply", "build_plan", "compiler_toolchain",
-    "for_profiled_process", "for_profiler", "for_worker", "landlock_abi", "libcuda_dir",
+    "for_profiled_process", "for_profiler", "for_worker", "landlock_abi", "libcuda_dir", "with_inductor",
 ]

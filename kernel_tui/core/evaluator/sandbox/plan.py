@@ -67,18 +67,51 @@ def compiler_toolchain() -> tuple[str, ...]:
     drivers = {os.path.realpath(d) for d in (os.environ.get("CC"), *map(shutil.which, ("gcc", "clang", "cc"))) if d}
     for cc in sorted(drivers):
         files.add(cc)
-        for prog in ("cc1", "as", "collect2", "ld", "lto-wrapper"):
-            try:
-                out = subprocess.run([cc, f"-print-prog-name={prog}"], capture_output=True, text=True, timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            path = out.stdout.strip()
-            resolved = os.path.realpath(path) if os.path.isabs(path) else _which(path)
-            if resolved and os.path.isfile(resolved):
-                files.add(resolved)
+        files |= _driver_programs(cc, ("cc1", "as", "collect2", "ld", "lto-wrapper"))
     for loader in glob.glob("/lib*/ld-linux*.so*") + glob.glob("/lib/*/ld-linux*.so*"):
         files.add(os.path.realpath(loader))
     return tuple(sorted(p for p in files if os.path.isfile(p)))
+
+
+def _driver_programs(driver: str, programs: tuple[str, ...]) -> set[str]:
+    """The programs a compiler driver runs, as it names them (`-print-prog-name`), resolved."""
+    found = set()
+    for prog in programs:
+        try:
+            out = subprocess.run([driver, f"-print-prog-name={prog}"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        path = out.stdout.strip()
+        resolved = os.path.realpath(path) if os.path.isabs(path) else _which(path)
+        if resolved and os.path.isfile(resolved):
+            found.add(resolved)
+    return found
+
+
+@functools.cache
+def inductor_toolchain() -> tuple[str, ...]:
+    """What torch.compile's Inductor runs besides Triton's toolchain: the C++ compiler (CPU kernels, and its
+    probe of the vector instruction sets) with the programs it runs, and the tools torch bundles (the ptxas
+    Inductor points Triton at on a GPU), this Python (Inductor loads its vector-ISA probe in a child
+    interpreter) and openssl (it hashes precompiled headers with it). Only for the trusted torch.compile side
+    of a score; what they run stays inside every layer."""
+    files: set[str] = {*compiler_toolchain(), os.path.realpath(sys.executable)}
+    files.update(p for p in map(_which, ("openssl",)) if p)
+    drivers = {os.path.realpath(d) for d in (os.environ.get("CXX"), *map(shutil.which, ("g++", "c++", "clang++"))) if d}
+    for cxx in sorted(drivers):
+        files.add(cxx)
+        files |= _driver_programs(cxx, ("cc1plus", "cc1", "as", "collect2", "ld", "lto-wrapper"))
+    torch_dir = _package_dir("torch")
+    if torch_dir is not None:
+        files.update(os.path.realpath(p) for p in glob.glob(str(torch_dir / "bin" / "*")))
+    return tuple(sorted(p for p in files if os.path.isfile(p) and os.access(p, os.X_OK)))
+
+
+def with_inductor(plan: SandboxPlan) -> SandboxPlan:
+    """A plan that lets Inductor build its kernels: its compilers may run (so processes may be started), and
+    their install trees be read."""
+    execute = sorted({*plan.execute, *inductor_toolchain()})
+    return plan.model_copy(update={"execute": execute, "read": _existing([*plan.read, *_install_prefixes(execute)])})
 
 
 @functools.cache
