@@ -27,7 +27,15 @@ from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite.command import add_parser
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options
-from kernel_tui.core.suite.score import bootstrap_interval, fast_p, log_t_interval, measured, side_score, summarize
+from kernel_tui.core.suite.score import (
+    bootstrap_interval,
+    describe_score,
+    fast_p,
+    log_t_interval,
+    measured,
+    side_score,
+    summarize,
+)
 from kernel_tui.core.suite.sources import pytorch_source
 from kernel_tui.core.task import load_task
 from kernel_tui.core.workspace import Workspace
@@ -440,3 +448,32 @@ def test_a_round_left_unjudged_by_an_evaluator_fault_is_no_final_result(tmp_path
     assert result is not None and result.status == "failed" and not result.complete
     assert "round 1 was left unjudged by an evaluator fault" in result.reason
     assert runner._prior(GOOD) is None  # so the next suite runs it again
+
+
+def test_s_over_several_shapes_is_their_weighted_geometric_mean_with_each_shapes_own_beside_it():
+    rng = np.random.default_rng(5)
+    main = runs_with(0.01, 0.005, rng, true_s=2.0)
+    tall = runs_with(0.01, 0.005, rng, true_s=0.5)  # the kernel loses at its second shape
+    s_main = statistics.median(r.incumbent_median for r in main) / statistics.median(r.candidate_median for r in main)
+    s_tall = statistics.median(r.incumbent_median for r in tall) / statistics.median(r.candidate_median for r in tall)
+    weighted = math.exp((3 * math.log(s_main) + 1 * math.log(s_tall)) / 4)
+    comp = Comparison(status=Status.ok, reason="r", device="cuda", runs=main, speedup=s_main,
+                      shape_runs={"main": main, "tall": tall}, shape_speedups={"main": s_main, "tall": s_tall},
+                      shape_weights={"main": 3.0, "tall": 1.0}, weighted_speedup=weighted)
+    score = side_score("eager", comp)
+    assert score.speedup == pytest.approx(weighted) and score.speedup < s_main  # fast_p sees the loss at tall
+    assert score.shape_speedups == {"main": s_main, "tall": s_tall}
+    assert score.ci_low < weighted < score.ci_high
+    assert "weighted over its shapes (main" in describe_score(score) and "tall 0.5" in describe_score(score)
+    cell_text = suite_report._speedup_cell(score)
+    assert "(weighted; main" in cell_text and "tall" in cell_text
+
+
+def test_a_scored_candidate_the_gate_rejected_is_marked_with_the_gates_verdict(tmp_path):
+    r = result("a", score(1.2, 1.1)).model_copy(update={
+        "scored_round": 3, "best_is_baseline": True,
+        "scored_verdict": "rejected: -4.1% (CI ...) · per shape: main +2.0%, tall -58.0%"})
+    suite = SuiteResult(tasks_dir="t", out=str(tmp_path), device="cuda", proposer="search", max_steps=3, runs=5,
+                        tasks=[r], summaries=[summarize([r], s) for s in ("eager", "compile")], timing_labels=[])
+    text = suite_report.write_suite_report(suite, tmp_path)[0].read_text()
+    assert "(round 3, gate-rejected: rejected: -4.1% (CI ...) · per shape: main +2.0%, tall -58.0%)" in text

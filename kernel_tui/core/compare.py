@@ -8,6 +8,7 @@ reported apart.
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from pydantic import BaseModel, ConfigDict
@@ -44,6 +45,12 @@ class Comparison(BaseModel):
     peak_memory_bytes: int | None = None  # the largest of its processes' (GPU only)
     memory_retries: list[str] = []  # the evaluator's own out-of-memory retries with a smaller plan
     same_code: bool = False  # both sides are one source (the best is still, or again, the baseline): S is noise
+    # Every benchmark shape the gate weighs (on a GPU; the CPU times the main one): each one's runs and S, its
+    # weight, and S over all of them as the gate weighs improvements (a weighted geometric mean)
+    shape_runs: dict[str, list[RunSummary]] = {}
+    shape_speedups: dict[str, float] = {}
+    shape_weights: dict[str, float] = {}
+    weighted_speedup: float | None = None
 
 
 def summarize_run(block: TimingBlock, run: int) -> RunSummary:
@@ -68,6 +75,7 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
     evaluator.reset_memory_plan()
     peaks: list[int] = []
     retries: list[str] = []
+    by_shape: dict[str, list[RunSummary]] = {}
     for run in range(runs):
         res = evaluator.timing_run(candidate, incumbent, block=run, correctness=run == 0, phase="compare", trusted=trusted)
         env = env or res.environment
@@ -79,12 +87,18 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
                               memory_retries=retries)
         blocks.append(res.timing)
         summaries.append(summarize_run(res.timing, run))
+        for block in [res.timing, *res.more_timings]:
+            by_shape.setdefault(block.shape, []).append(summarize_run(block, run))
     inc = statistics.median(s.incumbent_median for s in summaries)
     cand = statistics.median(s.candidate_median for s in summaries)
     improvements = [s.median_paired_improvement for s in summaries]
     overheads = [b.launch_overhead_candidate for b in blocks if b.launch_overhead_candidate is not None]
     speedup = inc / cand
     paired = statistics.median(improvements)
+    weights = {case.name: w for case, w in evaluator.task.spec.benchmark_shapes(evaluator.device)}
+    timed = {name: r for name, r in by_shape.items() if name in weights and len(r) == runs}
+    per_shape = {name: run_speedup(r) for name, r in timed.items()}
+    total = sum(weights[name] for name in per_shape)
     return Comparison(
         status=Status.ok,
         reason=f"S = {speedup:.3f}x (median of run medians), median paired improvement {paired:+.2%} over {runs} fresh processes"
@@ -95,5 +109,13 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
         improvement_range=(min(improvements), max(improvements)),
         launch_overhead_seconds=statistics.median(overheads) if overheads else None,
         environment=env, peak_memory_bytes=max(peaks, default=None), memory_retries=retries,
-        same_code=candidate == incumbent,
+        same_code=candidate == incumbent, shape_runs=timed, shape_speedups=per_shape,
+        shape_weights={name: weights[name] for name in per_shape},
+        weighted_speedup=math.exp(sum(weights[n] * math.log(v) for n, v in per_shape.items()) / total)
+        if per_shape and total > 0 else None,
     )
+
+
+def run_speedup(runs: list[RunSummary]) -> float:
+    """S of a set of runs: the median of the incumbent's run medians over the candidate's."""
+    return statistics.median(r.incumbent_median for r in runs) / statistics.median(r.candidate_median for r in runs)

@@ -42,7 +42,10 @@ class SideScore(_Frozen):
     # with available False: the kernel failed in this comparison (incorrect, say): counted, as not fast
     kernel_failed: bool = False
     reason: str = ""
-    speedup: float | None = None  # S = PyTorch time / kernel time (compare()'s definition)
+    # S = PyTorch time / kernel time (compare()'s definition); over several benchmark shapes, their weighted
+    # geometric mean (the gate's weights), with each shape's own in `shape_speedups`
+    speedup: float | None = None
+    shape_speedups: dict[str, float] = Field(default_factory=dict)
     ci_low: float | None = None
     ci_high: float | None = None
     run_ratios: list[float] = Field(default_factory=list)  # per run: PyTorch run median / kernel run median
@@ -68,6 +71,7 @@ class TaskResult(_Frozen):
     best_commit: str = ""
     best_is_baseline: bool = False  # no Triton version was accepted over the PyTorch starting point
     scored_round: int | None = None  # then: the round of the fastest correct candidate, scored instead
+    scored_verdict: str = ""  # and the gate's verdict on it, which names the shape where it lost
     eager: SideScore | None = None
     compile: SideScore | None = None
     environment: Environment | None = None

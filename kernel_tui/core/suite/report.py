@@ -32,7 +32,9 @@ def _speedup_cell(score: SideScore | None) -> str:
         return f"unavailable: {cell(score.reason, 120)}"
     ci = f" [{_x(score.ci_low)}, {_x(score.ci_high)}]" if score.ci_low is not None else ""
     flag = " ⚑" if score.speedup is not None and score.speedup > FLAG_SPEEDUP else ""
-    return f"{_x(score.speedup)}{ci}{flag}"
+    shapes = (" (weighted; " + ", ".join(f"{cell(n)} {_x(v)}" for n, v in score.shape_speedups.items()) + ")"
+              if score.shape_speedups else "")
+    return f"{_x(score.speedup)}{ci}{flag}{shapes}"
 
 
 def _share(fraction: float, count: int) -> str:
@@ -58,7 +60,8 @@ def _section_setup(s: SuiteResult) -> list[str]:
         "static policy again, while these workers skip the host-op check, which PyTorch code cannot pass (the "
         "kernel passed it when the gate accepted it)",
         "- S = PyTorch time / kernel time (median of the PyTorch side's run medians over the kernel's); S > 1: "
-        "the kernel is faster",
+        "the kernel is faster. Where a task times several benchmark shapes (on a GPU), S is their weighted "
+        "geometric mean with the gate's weights, each shape's own S beside it, and fast_p uses the weighted S",
         "- Both sides are timed as they are called: the PyTorch side returns results it allocates itself, and "
         "their copy into the task's output tensors (where the checks read them) is made after the timed "
         "region; the kernel writes its outputs directly",
@@ -129,7 +132,8 @@ def _section_tasks(s: SuiteResult) -> list[str]:
     for r in s.tasks:
         result = "correct" if r.correct else "failed"
         if r.correct and r.scored_round is not None:
-            result += f" (round {r.scored_round}, not accepted: slower than eager through the gate)"
+            verdict = f": {cell(r.scored_verdict, 160)}" if r.scored_verdict else ": slower than eager through the gate"
+            result += f" (round {r.scored_round}, gate-rejected{verdict})"
         out.append(f"| {cell(r.task)} | {result} | {r.rounds} ({r.accepted}) | {_speedup_cell(r.eager)} | "
                    f"{_speedup_cell(r.compile) if r.correct else MISSING} |")
     failed = [r for r in s.tasks if not r.correct]

@@ -388,7 +388,7 @@ class SuiteRunner:
                 return TaskResult(status="failed", reason="no correct Triton kernel: every candidate failed its checks",
                                   complete=True, best_is_baseline=True, **base)
             best = ws.source_at(fastest.commit)
-            base.update(scored_round=fastest.round, best_is_baseline=True)
+            base.update(scored_round=fastest.round, best_is_baseline=True, scored_verdict=one_line(fastest.reason, 200))
             self._say(key, f"no Triton version was accepted; scoring the fastest correct candidate (round {fastest.round})")
         # the kernel keeps its static policy; the PyTorch sides are exempt, so the workers enforce none
         rejected = policy_rejection(ws.task, best, o.device)

@@ -57,24 +57,33 @@ def log_t_interval(ratios: list[float], confidence: float = CONFIDENCE) -> tuple
 
 
 def bootstrap_interval(runs: list[RunSummary], confidence: float = CONFIDENCE,
-                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
+                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, *,
+                       shapes: list[tuple[list[RunSummary], float]] | None = None) -> tuple[float, float] | None:
     """A percentile interval of S = median(PyTorch run medians) / median(kernel run medians), drawing runs
-    and then each drawn run's pairs with replacement; None with fewer than two runs or without samples."""
-    blocks = [(np.asarray(r.incumbent, float), np.asarray(r.candidate, float)) for r in runs]
-    if len(blocks) < 2 or any(len(a) == 0 or len(a) != len(b) for a, b in blocks):
+    and then each drawn run's pairs with replacement; None with fewer than two runs or without samples.
+    With `shapes` ((runs, weight) per benchmark shape, run i of each from process i), S is their weighted
+    geometric mean and one draw of processes serves every shape, as one process timed them all."""
+    groups = shapes or [(runs, 1.0)]
+    n = len(groups[0][0])
+    if n < 2 or any(len(g) != n for g, _ in groups):
         return None
     rng = np.random.default_rng(seed)
-    n = len(blocks)
-    # per run, and per slot of a draw it may fill: the medians of `resamples` draws of its pairs
-    inc, cand = np.empty((n, resamples, n)), np.empty((n, resamples, n))
-    for i, (a, b) in enumerate(blocks):
-        idx = rng.integers(0, len(a), size=(resamples, n, len(a)))  # pairs drawn together: they are paired
-        inc[i], cand[i] = np.median(a[idx], axis=-1), np.median(b[idx], axis=-1)
     picks = rng.integers(0, n, size=(resamples, n))
     rows, slots = np.arange(resamples)[:, None], np.arange(n)[None, :]
-    ratios = np.median(inc[picks, rows, slots], axis=1) / np.median(cand[picks, rows, slots], axis=1)
+    log_s = np.zeros(resamples)
+    for group, weight in groups:
+        blocks = [(np.asarray(r.incumbent, float), np.asarray(r.candidate, float)) for r in group]
+        if any(len(a) == 0 or len(a) != len(b) for a, b in blocks):
+            return None
+        # per run, and per slot of a draw it may fill: the medians of `resamples` draws of its pairs
+        inc, cand = np.empty((n, resamples, n)), np.empty((n, resamples, n))
+        for i, (a, b) in enumerate(blocks):
+            idx = rng.integers(0, len(a), size=(resamples, n, len(a)))  # pairs drawn together: they are paired
+            inc[i], cand[i] = np.median(a[idx], axis=-1), np.median(b[idx], axis=-1)
+        ratios = np.median(inc[picks, rows, slots], axis=1) / np.median(cand[picks, rows, slots], axis=1)
+        log_s += weight * np.log(ratios)
     alpha = 1.0 - confidence
-    low, high = np.quantile(ratios, [alpha / 2, 1 - alpha / 2])
+    low, high = np.exp(np.quantile(log_s / sum(w for _, w in groups), [alpha / 2, 1 - alpha / 2]))
     return float(low), float(high)
 
 
@@ -92,10 +101,12 @@ def side_score(side: Side, comparison: Comparison) -> SideScore:
         return SideScore(side=side, available=False, kernel_failed=kernel, comparison=comparison,
                          reason=one_line(f"{comparison.status}: {comparison.reason}"))
     ratios = run_ratios(comparison)
+    shapes = [(comparison.shape_runs[name], w) for name, w in comparison.shape_weights.items()] or None
     # recordings made before runs kept their samples fall back to the t-interval on the run ratios
-    ci = bootstrap_interval(comparison.runs) or log_t_interval(ratios)
+    ci = bootstrap_interval(comparison.runs, shapes=shapes) or log_t_interval(ratios)
     return SideScore(
-        side=side, available=True, reason=comparison.reason, speedup=comparison.speedup,
+        side=side, available=True, reason=comparison.reason, speedup=comparison.weighted_speedup or comparison.speedup,
+        shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {},
         ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, run_ratios=ratios,
         timing_label=comparison.timing_label, comparison=comparison,
     )
@@ -106,7 +117,9 @@ def describe_score(score: SideScore) -> str:
     if not score.available or score.speedup is None:
         return f"unavailable: {score.reason}"
     ci = f" ({CONFIDENCE:.0%} CI {score.ci_low:.3g}x–{score.ci_high:.3g}x)" if score.ci_low is not None else ""
-    return f"S = {score.speedup:.3g}x{ci} over {len(score.run_ratios)} fresh-process runs"
+    shapes = ", ".join(f"{name} {v:.3g}x" for name, v in score.shape_speedups.items())
+    weighted = f" weighted over its shapes ({shapes})" if shapes else ""
+    return f"S = {score.speedup:.3g}x{ci}{weighted} over {len(score.run_ratios)} fresh-process runs"
 
 
 def one_line(text: str, limit: int = 300) -> str:
