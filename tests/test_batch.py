@@ -288,3 +288,43 @@ def test_a_device_that_fails_its_health_check_leaves_and_its_work_runs_on_anothe
     said_after = [e.text for e in events if isinstance(e, LogEvent) and "left the pool" in e.text]
     assert len(said) == 1 and said_after == said  # said once
     assert len(ws.trajectory()) == 4
+
+
+@pytest.mark.parametrize("status", [Status.incorrect, Status.runtime_error])
+def test_any_failure_on_a_device_that_then_fails_its_health_check_is_the_devices(tmp_path, status):
+    """A faulting GPU reads as wrong values or a CUDA error as often as a crash: the device's health decides."""
+
+    class FailsOnGpu0(LatencyEvaluator):
+        def evaluate(self, candidate, incumbent=None, *, seed=0, timeout=None):
+            if self.name == "gpu0":
+                return EvalResult(status=status, reason="an illegal memory access was encountered", device="cpu")
+            return super().evaluate(candidate, incumbent, seed=seed, timeout=timeout)
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    calls: list = []
+    evs = [FailsOnGpu0(ws.task, tmp_path, f"gpu{k}", calls, []) for k in range(2)]
+    session = Session(ws, evs[0], ReplayProposer(candidates(tmp_path, [90, 80])), max_steps=2,
+                      cancel=threading.Event(), parallel=evs[1:])
+    assert session.batch is not None
+    session.batch._health = lambda device: "GPU 0: a tiny CUDA op failed" if device == "0" else None  # type: ignore[method-assign]
+    session.step()
+    assert all(ln.status is not status for ln in ws.trajectory())  # judged again elsewhere, not charged
+    assert session.batch.pool.out == {"0": "GPU 0: a tiny CUDA op failed"}
+
+
+def test_on_one_gpu_a_failure_the_gpu_caused_leaves_the_round_pending_instead_of_charging_it(tmp_path):
+    class WrongOnAFaultyGpu(LatencyEvaluator):
+        def evaluate(self, candidate, incumbent=None, *, seed=0, timeout=None):
+            return EvalResult(status=Status.incorrect, reason="max abs error 3e38 at (0, 0)", device="cuda")
+
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    ev = WrongOnAFaultyGpu(ws.task, tmp_path, "gpu0", [], [])
+    ev.device = "cuda"
+    session = Session(ws, ev, ReplayProposer(candidates(tmp_path, [90])), max_steps=1, cancel=threading.Event())
+    asked: list[str] = []
+    session.health_check = lambda gpu: asked.append(gpu) or "GPU 0 failed a tiny CUDA op: Xid 79"
+    assert session.step() is None
+    assert ws.trajectory() == [] and asked == ["0"]  # not charged: pending, judged again when the run goes on
+    assert session.unjudged is not None and "the GPU, not the candidate, is at fault" in session.unjudged
+    session.health_check = lambda gpu: None  # a healthy GPU: the verdict is the candidate's
+    assert session.step() is not None and ws.trajectory()[0].status is Status.incorrect

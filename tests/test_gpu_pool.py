@@ -185,3 +185,29 @@ def test_the_health_check_reports_a_device_it_cannot_use(monkeypatch):
     assert reason is not None and reason.startswith("GPU 5 failed a tiny CUDA op") and "no CUDA GPUs" in reason
     monkeypatch.setattr(gpus, "_HEALTH_SOURCE", "import time; time.sleep(30)")
     assert gpus.cuda_health("5", timeout=0.5) == "GPU 5: a tiny CUDA op did not finish within 0.5 s"
+
+
+def test_workers_on_one_gpu_are_named_in_one_line():
+    from kernel_tui.core.gpus import shared_gpus
+
+    assert shared_gpus({"tcp://a:1": "GPU-1", "tcp://b:2": "GPU-2", "tcp://c:3": None}) is None
+    line = shared_gpus({"tcp://a:1": "GPU-1", "tcp://b:2": "GPU-1", "tcp://c:3": "GPU-2"})
+    assert line is not None and "\n" not in line
+    assert "tcp://a:1, tcp://b:2" in line and "GPU-1" in line and "CUDA_VISIBLE_DEVICES" in line
+
+
+def test_a_worker_whose_gpu_failed_stops_offering_it():
+    from distributed import Client, LocalCluster
+
+    from kernel_tui.core.suite.distributed import leave_gpu_pool
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, resources={"GPU": 1},
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        def fail_here() -> None:
+            from distributed import get_worker
+
+            leave_gpu_pool(get_worker())
+
+        client.submit(fail_here, resources={"GPU": 1}, pure=False).result(timeout=60)
+        workers = client.scheduler_info(n_workers=-1)["workers"].values()
+        assert [w["resources"].get("GPU") for w in workers] == [0]

@@ -477,3 +477,32 @@ def test_a_scored_candidate_the_gate_rejected_is_marked_with_the_gates_verdict(t
                         tasks=[r], summaries=[summarize([r], s) for s in ("eager", "compile")], timing_labels=[])
     text = suite_report.write_suite_report(suite, tmp_path)[0].read_text()
     assert "(round 3, gate-rejected: rejected: -4.1% (CI ...) · per shape: main +2.0%, tall -58.0%)" in text
+
+
+def test_a_task_that_failed_or_lost_a_side_asks_its_devices_health():
+    from kernel_tui.core.suite.runner import device_suspect
+
+    assert not device_suspect(result("a", score(1.2, 1.1), score(1.1, 1.0, "compile")))
+    assert device_suspect(result("a", None, solved=False))
+    assert device_suspect(result("a", score(1.2, 1.1), SideScore(side="compile", available=False, reason="x")))
+    assert device_suspect(result("a", score(1.2, 1.1)).model_copy(update={"complete": False}))
+
+
+def test_a_failure_on_a_gpu_that_then_fails_its_health_check_is_not_the_kernels_and_stops_the_suite(tmp_path):
+    tasks = tmp_path / "tasks"
+    for name in ("a", "b"):
+        (tasks / name).mkdir(parents=True)
+    runner = SuiteRunner(SuiteOptions(tasks_dir=tasks, out=tmp_path / "out", proposer="search", max_steps=3,
+                                      device="cuda", runs=5))
+    ran: list[str] = []
+
+    def run_task(task_dir):
+        ran.append(task_dir.name)
+        return result(task_dir.name, score(1.2, 1.1), side_score("compile", comparison([1.0], [1.0], Status.incorrect)))
+
+    runner.run_task = run_task  # type: ignore[method-assign]
+    runner.health_check = lambda gpu: "GPU 0 failed a tiny CUDA op: Xid 79"  # type: ignore[method-assign]
+    got = runner._run_tasks(sorted(tasks.iterdir()))
+    assert ran == ["a"] and got is not None and [r.task for r in got] == ["a", "b"]
+    assert all(not r.complete for r in got)  # both run again by a later suite, nothing charged to a kernel
+    assert "Xid 79" in got[0].reason and got[1].reason.startswith("not run: GPU 0 failed")

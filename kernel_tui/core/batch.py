@@ -27,8 +27,9 @@ from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 if TYPE_CHECKING:
     from kernel_tui.core.session import Session
 
-# a result that may be the device's failure rather than the candidate's: the device's health decides
-SUSPECT = (Status.crashed, Status.timeout, Status.evaluator_fault)
+# Any result but a pass, or a refusal before the device ran anything, may be the device's failure rather than
+# the candidate's (a faulting GPU reads as a CUDA error, wrong values or a hang): its health decides
+INNOCENT = (Status.ok, Status.policy_violation)
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Batch:
             ev.on_progress = lambda p, r=job.round: s.on_event(
                 ProgressEvent(round=r, progress=p, text=f"round {r}: {p.phase} {p.k}/{p.n}"))
             result = ev.evaluate(job.source, incumbent=job.incumbent_source)
-            if result.status in SUSPECT and (why := self._health(device)) is not None:
+            if result.status not in INNOCENT and (why := self._health(device)) is not None:
                 raise DeviceFault(why)  # the device, not the candidate: the pool runs it on another
             return result
 

@@ -132,6 +132,36 @@ def cuda_health(device: str, timeout: float = HEALTH_TIMEOUT) -> str | None:
     return f"GPU {device} failed a tiny CUDA op: {last.strip()[:200]}"
 
 
+_UUID_SOURCE = "import torch; print(torch.cuda.get_device_properties(0).uuid)"
+
+
+def gpu_uuid(timeout: float = HEALTH_TIMEOUT) -> str | None:
+    """The UUID of the first GPU this process may use (as CUDA_VISIBLE_DEVICES leaves it), from a child
+    interpreter; None when it cannot be told."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _UUID_SOURCE], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.strip().splitlines()
+    return lines[-1].strip() if out.returncode == 0 and lines and lines[-1].strip() else None
+
+
+def shared_gpus(uuids: Mapping[str, str | None]) -> str | None:
+    """One line naming workers that would share one GPU (same UUID), or None. Two workers on one GPU time
+    each other's kernels: a suite must refuse them before anything runs."""
+    by_gpu: dict[str, list[str]] = {}
+    for worker, uuid in uuids.items():
+        if uuid:
+            by_gpu.setdefault(uuid, []).append(worker)
+    shared = [(uuid, sorted(ws)) for uuid, ws in by_gpu.items() if len(ws) > 1]
+    if not shared:
+        return None
+    uuid, workers = shared[0]
+    more = f" (and {len(shared) - 1} more GPU(s) shared)" if len(shared) > 1 else ""
+    return (f"workers {', '.join(workers)} use the same GPU ({uuid}){more}: start each worker with its own "
+            "CUDA_VISIBLE_DEVICES, one worker per GPU")
+
+
 def parse_count(spec: str | None) -> int | None:
     """The N of a spec that is a count, else None."""
     if spec is None or not spec.strip().isdigit():

@@ -16,7 +16,7 @@ import git
 from pydantic import BaseModel
 
 from kernel_tui.core import metrics
-from kernel_tui.core.batch import Batch
+from kernel_tui.core.batch import INNOCENT, Batch
 from kernel_tui.core.compare import Comparison, compare
 from kernel_tui.core.decision import AutoApprove, Decision, DecisionProvider, PendingProposal
 from kernel_tui.core.describe import describe_edit
@@ -36,6 +36,7 @@ from kernel_tui.core.events import (
     RoundStartEvent,
     VerdictEvent,
 )
+from kernel_tui.core.gpus import cuda_health
 from kernel_tui.core.history import baseline_latency, current_best
 from kernel_tui.core.profile.compare import summary_lines
 from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for
@@ -79,6 +80,7 @@ class Session:
         self.evaluator.cancel = self.cancel
         self.on_event = on_event or (lambda e: None)
         self.retest_runs = retest_runs or (5 if evaluator.device == "cuda" else 2)
+        self.health_check: Callable[[str], str | None] = cuda_health  # asked after a failure on a GPU
         saved = workspace.read_json("session.json")
         state = SessionState.model_validate(saved) if saved else None
         total = max_steps or (state.max_steps if state else workspace.task.spec.optimization.max_rounds)
@@ -207,7 +209,7 @@ class Session:
             commit, change, proposer = self._edit(pending_proposal, decision)
             source = edited = decision.source
 
-        result = self.evaluator.evaluate(source, incumbent=pending_proposal.best_source)
+        result = self.device_checked(self.evaluator.evaluate(source, incumbent=pending_proposal.best_source))
         if result.status is Status.cancelled or self.cancel.is_set():
             return None  # stays pending: judged again on resume
         if result.status is Status.evaluator_fault:
@@ -218,6 +220,18 @@ class Session:
         profiled = self._accept(line) if line.accepted else None
         self._finish_round(line, edited_source=edited, profiled=profiled)
         return line
+
+    def device_checked(self, result: EvalResult) -> EvalResult:
+        """A failure on a GPU is the candidate's only once the GPU passes a health check: a faulting device
+        reads as a CUDA error, wrong values or a hang. If it fails, the round is the evaluator's fault (left
+        pending, judged again on resume) and says why. (A batch moves the round to another device instead.)"""
+        if self.evaluator.device != "cuda" or result.status in INNOCENT or result.status is Status.cancelled:
+            return result
+        why = self.health_check(self.evaluator.gpu or "0")
+        if why is None:
+            return result
+        return result.model_copy(update={"status": Status.evaluator_fault, "reason": (
+            f"{why}: the GPU, not the candidate, is at fault ({result.status.value}: {result.reason})")})
 
     # --- the steps of a round, shared with a batch (core/batch.py) --------------------------------
     def _propose(self, round_no: int, best_source: str, batch: int = 1) -> PendingProposal | None:

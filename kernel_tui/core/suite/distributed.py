@@ -12,10 +12,12 @@ Dask (`--scheduler`): the user starts one worker per GPU (`CUDA_VISIBLE_DEVICES=
 tcp://HOST:PORT --resources GPU=1 --nthreads 1`) and each task is submitted with resources={"GPU": 1}, so a
 worker runs one task at a time. The out directory (and TASKS_DIR, --candidates) must be at the same path on
 every worker: a shared filesystem, checked before anything is submitted. Printed lines come back as worker
-events on a topic of the suite's own, the stop goes out as a distributed Event. A task that fails on its
-worker comes back as that task's failed result; one that ends unfinished on a GPU that then fails its
-health check raises DeviceFault and Dask runs it again (RETRIES); one whose worker dies is rescheduled by
-the scheduler (up to its `distributed.scheduler.allowed-failures`). A task run again resumes its workspace.
+events on a topic of the suite's own, the stop goes out as a distributed Event. Workers that would share one
+GPU (the same device UUID: no CUDA_VISIBLE_DEVICES, say) are refused before anything is submitted. A task
+that fails on its worker comes back as that task's failed result; one that ends in any way its GPU may have
+caused (unfinished, failed, a side not measured) asks the GPU's health, and on a failed check its worker
+stops offering GPU=1 and Dask runs the task again elsewhere (RETRIES); one whose worker dies is rescheduled
+by the scheduler (up to its `distributed.scheduler.allowed-failures`). A task run again resumes its workspace.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernel_tui.core.events import Event, LogEvent, ProgressEvent
 from kernel_tui.core.suite.models import TaskResult
-from kernel_tui.core.suite.runner import OnEvent, SuiteError, SuiteOptions, SuiteRunner
+from kernel_tui.core.suite.runner import OnEvent, SuiteError, SuiteOptions, SuiteRunner, device_suspect
 from kernel_tui.core.suite.score import one_line
 
 if TYPE_CHECKING:
@@ -222,6 +224,13 @@ def _check_cluster(client: Client, o: SuiteOptions) -> None:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
         raise SuiteError(one_line(f"worker {addr}{more} cannot reach the suite's files: {why}; --out, TASKS_DIR and "
                                   "--candidates must be on a filesystem every worker shares, at the same path"))
+    if o.device == "cuda":
+        from kernel_tui.core.gpus import gpu_uuid, shared_gpus
+
+        uuids = client.run(gpu_uuid, workers=gpu_workers, on_error="return")
+        shared = shared_gpus({addr: u if isinstance(u, str) else None for addr, u in uuids.items()})
+        if shared:
+            raise SuiteError(one_line(f"--scheduler {o.scheduler}: {shared}"))
 
 
 def _collect(runner: SuiteRunner, future, task: str) -> TaskResult | None:
@@ -279,7 +288,16 @@ def run_remote(job_json: str, position: str, topic: str, stop_name: str) -> str:
         ended.set()
     if result is None:
         return ""
-    if not result.complete and job.device == "cuda" and (fault := cuda_health(gpu or "0")) is not None:
-        say(job.task, LogEvent(text=f"{where}: {fault}; the task runs again"))
+    if job.device == "cuda" and device_suspect(result) and (fault := cuda_health(gpu or "0")) is not None:
+        say(job.task, LogEvent(text=f"{where}: {fault}; this worker leaves the GPU pool and the task runs again"))
+        leave_gpu_pool(worker)
         raise DeviceFault(f"{where}: {fault}")
     return result.model_dump_json()
+
+
+def leave_gpu_pool(worker) -> None:
+    """A worker whose GPU failed its health check stops offering the GPU resource, so the scheduler sends it
+    no more tasks (it would otherwise keep advertising GPU=1 and take the next one)."""
+    from distributed.utils import sync
+
+    sync(worker.loop, worker.set_resources, GPU=0)

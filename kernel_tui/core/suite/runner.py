@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.events import Event, LogEvent
-from kernel_tui.core.gpus import GpuError, GpuPool, describe, gpu_of, parse_count
+from kernel_tui.core.gpus import GpuError, GpuPool, cuda_health, describe, gpu_of, parse_count
 from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
 from kernel_tui.core.workspace import write_durably
@@ -152,6 +152,7 @@ class SuiteRunner:
         self.cancel = cancel or threading.Event()
         self.on_event = on_event or (lambda task, e: None)
         self.gpu = gpu  # the GPU every evaluator of this runner is pinned to (None: the process's own)
+        self.health_check: Callable[[str], str | None] = cuda_health  # asked after a task the GPU may have failed
 
     def _say(self, task: str, text: str) -> None:
         self.on_event(task, LogEvent(text=text))
@@ -189,13 +190,23 @@ class SuiteRunner:
         if self.options.gpus is not None:
             return self._run_parallel(tasks, make_pool(self.options))
         results: list[TaskResult] = []
+        fault: str | None = None
         for index, task_dir in enumerate(tasks, start=1):
             if self.cancel.is_set():
                 return None
+            if fault is not None:  # nothing more runs on a GPU that failed its health check; a later suite will
+                results.append(self.ended(self._record(self._failed(task_dir.name, f"not run: {fault}"))))
+                continue
             self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name}")
             result = self.run_task(task_dir)
             if result is None:
                 return None
+            if self.options.device == "cuda" and device_suspect(result) \
+                    and (why := self.health_check(self.gpu or "0")) is not None:
+                fault = one_line(f"{why} (after task {task_dir.name}, whose result is not charged to its kernel: run "
+                                 "the suite again on a healthy GPU)")
+                self._say("suite", f"the GPU failed its health check: {fault}")
+                result = self._record(self._failed(task_dir.name, fault))
             results.append(self.ended(result))
         return results
 
@@ -214,7 +225,7 @@ class SuiteRunner:
                 return None
             self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name} on {describe(device)}")
             result = run_in_child(self, TaskJob.of(self.options, task_dir.name, gpu=gpu_of(device)), describe(device))
-            if result is not None and not result.complete and (fault := pool.check(device)) is not None:
+            if result is not None and device_suspect(result) and (fault := pool.check(device)) is not None:
                 self._say(task_dir.name, f"{describe(device)} leaves the pool: {fault}; the task runs again elsewhere")
                 raise DeviceFault(fault)
             return None if result is None else self.ended(result, device)
@@ -421,3 +432,12 @@ class SuiteRunner:
                               complete=final, eager=eager, environment=env, **base)
         return TaskResult(status="solved", reason=eager.reason, complete=final, eager=eager,
                           compile=scores.get("compile"), environment=env, **base)
+
+
+def device_suspect(result: TaskResult) -> bool:
+    """Whether a task's end may be its device's doing, so that the device's health must decide: unfinished,
+    failed, or a side that failed or could not be measured (a faulting GPU reads as a CUDA error, wrong values
+    or a hang, charged to the kernel unless the device is asked)."""
+    if not result.complete or not result.correct:
+        return True
+    return any(score is not None and not score.available for score in (result.eager, result.compile))
