@@ -130,3 +130,35 @@ def test_the_controller_refuses_an_empty_reason_and_a_copy_of_best(tmp_path):
     assert "identical to the current best" in controller.write_own("BLOCK_SIZE = 256\n\n", "same")
     assert not controller.proposer.has_draft
     assert controller.write_own("BLOCK_SIZE = 512\n", "bigger") is None and controller.proposer.has_draft
+
+
+def test_an_edit_or_own_candidate_that_cannot_run_costs_no_round_and_is_kept_to_be_fixed(tmp_path):
+    """`BLOCK_SIZE = = 128` once cost a round (and read `8192 -> =128`): now it is refused before, in one
+    line, and `e` / `w` open the text again."""
+    from types import SimpleNamespace
+
+    from kernel_tui.core.run_control import RunControl
+    from kernel_tui.core.workspace import Workspace
+    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.person import PersonDecider
+    from tests.conftest import FIXTURES
+
+    controller = Controller(RunOptions(target=None), lambda message: None)
+    controller.ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    controller.evaluator = SimpleNamespace(device="cpu")  # type: ignore[assignment]
+    controller.best_source = best = controller.ws.best_source
+    decider = controller.decider = PersonDecider()
+    decider._pending = SimpleNamespace(source=best, round=1)  # type: ignore[assignment]
+    broken = best.replace("BLOCK_SIZE = ", "BLOCK_SIZE = = ", 1)
+    said = controller.stage_edit(broken)
+    assert said is not None and said.startswith("edit not sent, no round spent: syntax error") and "\n" not in said
+    assert controller.staged is None and controller.editable_source() == broken  # kept, to be fixed
+
+    controller.proposer = PersonProposer(ReplayProposer(CANDIDATES), ADA, tmp_path / ".work")
+    controller.control = RunControl()
+    said = controller.write_own(broken, "mine")
+    assert said is not None and said.startswith("not queued, no round spent: syntax error")
+    assert not controller.proposer.has_draft and controller.own_draft() == broken
+    host_sum = best + "\n\ndef helper(x):\n    return x.sum()\n"  # torch compute in host code: a rule, named
+    said = controller.write_own(host_sum, "mine")
+    assert said is not None and "no round spent" in said and not controller.proposer.has_draft

@@ -82,6 +82,10 @@ class Controller:
         self.proposer: PersonProposer | None = None
         self.person: ProposerInfo | None = None
         self.staged: str | None = None  # the person's edit of the waiting proposal, not sent yet
+        # an edit or own candidate refused before a round was spent on it (a syntax error, a rule): kept, so
+        # that the next `e` or `w` opens it again to be fixed
+        self.refused_edit: str | None = None
+        self.refused_own: str | None = None
         self.best_source = ""
         self.state_text = "opening the workspace…"
         self._pending_view: PendingView | None = None
@@ -353,7 +357,7 @@ class Controller:
             if e.resuming:
                 self._log(e.text)
         elif isinstance(e, ev.ProposalEvent):
-            self.staged = None
+            self.staged = self.refused_edit = None
             auto = self.decider is not None and self.decider.auto_approve
             state = "auto-approved — evaluating" if auto else \
                 "awaiting your decision — a approve · r reject · e edit · E $EDITOR · f full source"
@@ -489,7 +493,24 @@ class Controller:
         pending = self.waiting
         if pending is None:
             return None
+        if self.refused_edit is not None:
+            return self.refused_edit
         return self.staged if self.staged is not None else pending.source
+
+    def own_draft(self) -> str:
+        """What `w` opens: an own candidate refused before its round, else the current best."""
+        return self.refused_own if self.refused_own is not None else self.best_source
+
+    def _refusal(self, source: str) -> str | None:
+        """Why `source` would fail before it ran (a syntax error, a rule of the policy), in one line: said
+        before a round is spent on it, as the evaluator would say it after."""
+        from kernel_tui.core.evaluator.evaluator import policy_rejection
+
+        if self.ws is None or self.evaluator is None:
+            return None
+        device = "cuda" if self.evaluator.device == "cuda" else "cpu"
+        rejected = policy_rejection(self.ws.task, source, device)
+        return None if rejected is None else rejected.reason
 
     def stage_edit(self, source: str) -> str | None:
         from kernel_tui.tui import present
@@ -498,10 +519,13 @@ class Controller:
         if pending is None:
             return "no proposal is waiting for a decision; the edit was not kept"
         if source == pending.source:
-            self.staged = None
+            self.staged = self.refused_edit = None
             self._show_pending(present.pending_view(pending, "unchanged — awaiting your decision"))
             return "no change to the proposal"
-        self.staged = source
+        if (why := self._refusal(source)) is not None:
+            self.refused_edit = source
+            return f"edit not sent, no round spent: {why} — e opens your edit again"
+        self.staged, self.refused_edit = source, None
         self._show_pending(present.edited_view(pending, source))
         return None
 
@@ -512,6 +536,10 @@ class Controller:
             return "the budget is spent: no more rounds"
         if source.rstrip() == self.best_source.rstrip():
             return "identical to the current best: a round would measure best against itself"
+        if (why := self._refusal(source)) is not None:
+            self.refused_own = source
+            return f"not queued, no round spent: {why} — w opens your candidate again"
+        self.refused_own = None
         self.proposer.queue(source, change)
         self.control.one_round()  # paused or idle: run it now; running: it is the next round anyway
         self._log(f"your candidate is queued: {change}", "cyan")

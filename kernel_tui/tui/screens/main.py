@@ -279,7 +279,7 @@ class MainScreen(Screen):
         self._say(self.controller.stage_edit(edited), "edit kept: a sends it for evaluation as yours")
 
     def action_write_own(self) -> None:
-        start = self.controller.best_source
+        start = self.controller.own_draft()
         if not start:
             self._say("the workspace is not open yet")
             return
