@@ -508,8 +508,7 @@ class Controller:
 
         if self.ws is None or self.evaluator is None:
             return None
-        device = "cuda" if self.evaluator.device == "cuda" else "cpu"
-        rejected = policy_rejection(self.ws.task, source, device)
+        rejected = policy_rejection(self.ws.task, source, "cuda" if self.evaluator.device == "cuda" else "cpu")
         return None if rejected is None else rejected.reason
 
     def stage_edit(self, source: str) -> str | None:
