@@ -269,6 +269,12 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
+def examples(*lines: str) -> dict:
+    """A subcommand's epilog of examples, printed as written."""
+    return {"epilog": "examples:\n" + "\n".join(f"  {line}" for line in lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kernel-tui",
@@ -293,14 +299,17 @@ def build_parser() -> argparse.ArgumentParser:
                             "no Landlock); every result and report then says they were not confined "
                             "(KERNEL_TUI_UNCONFINED=1 does the same)")
 
-    p = sub.add_parser("eval", help="evaluate one candidate against an incumbent (default: the baseline)")
+    p = sub.add_parser("eval", help="evaluate one candidate against an incumbent (default: the baseline)",
+                       **examples("kernel-tui eval --task fixtures/vector_add --candidate my_kernel.py --device cpu"))
     p.add_argument("--task", required=True, help="the task directory (holding task.json)")
     p.add_argument("--candidate", required=True, help="the candidate kernel's .py file")
     p.add_argument("--incumbent", help="the .py file it is timed against (default: the task's baseline)")
     device(p)
     p.set_defaults(func=cmd_eval, evaluates=True)
 
-    p = sub.add_parser("compare", help="independent re-test of incumbent vs candidate in fresh processes")
+    p = sub.add_parser("compare", help="independent re-test of incumbent vs candidate in fresh processes",
+                       **examples("kernel-tui compare --task fixtures/matmul --incumbent fixtures/matmul/baseline.py "
+                                  "--candidate best.py --runs 5"))
     p.add_argument("--task", required=True, help="the task directory (holding task.json)")
     p.add_argument("--incumbent", required=True, help="the .py file of the version to beat")
     p.add_argument("--candidate", required=True, help="the .py file of the challenger")
@@ -311,7 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     device(p)
     p.set_defaults(func=cmd_compare, evaluates=True)
 
-    p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace")
+    p = sub.add_parser("run", help="run rounds on a task (new workspace) or resume a workspace",
+                       **examples("kernel-tui run fixtures/vector_add --proposer search --max-steps 10",
+                                  "kernel-tui run workspaces/vector_add-20261202-0930 --headless --max-steps 5"))
     p.add_argument("target", nargs="?", help="a task directory or an existing workspace (none: pick one)")
     p.add_argument("--headless", action="store_true", help="no screen: auto-approve every proposal")
     p.add_argument("--proposer", choices=["search", "llm", "replay"],
@@ -332,14 +343,16 @@ def build_parser() -> argparse.ArgumentParser:
     unconfined(p)
     p.set_defaults(func=cmd_run, evaluates=True)
 
-    p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)")
+    p = sub.add_parser("history", help="accepted versions of a workspace (--all: every proposal)",
+                       **examples("kernel-tui history workspaces/vector_add-20261202-0930 --all"))
     p.add_argument("workspace", help="the workspace directory")
     p.add_argument("--all", action="store_true",
                    help="every proposal with its verdict (default: the accepted lineage, newest first)")
     p.add_argument("--json", action="store_true", help="print the versions as one JSON list")
     p.set_defaults(func=cmd_history)
 
-    p = sub.add_parser("restore", help="make an old version the incumbent again (a new commit on best)")
+    p = sub.add_parser("restore", help="make an old version the incumbent again (a new commit on best)",
+                       **examples("kernel-tui restore workspaces/vector_add-20261202-0930 3f2a91c"))
     p.add_argument("workspace", help="the workspace directory")
     p.add_argument("rev", help="a commit (short sha) or ref")
     p.add_argument("--name", help="your name for the restore commit (default: your git identity)")
@@ -347,11 +360,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="restore a version that was never measured (a draft, a failure)")
     p.set_defaults(func=cmd_restore)
 
-    p = sub.add_parser("report", help="write report.md and the plots of a workspace")
+    p = sub.add_parser("report", help="write report.md and the plots of a workspace",
+                       description="Writes WORKSPACE/report.md (the run: rounds, verdicts, the final re-test, the "
+                                   "best source) and its figures beside it: rounds_overview.png, "
+                                   "process_timeline.png, status_breakdown.png, roofline.png; prints each path "
+                                   "written. A run writes them itself when it ends; this writes them again.",
+                       **examples("kernel-tui report workspaces/vector_add-20261202-0930"))
     p.add_argument("workspace", help="the workspace directory")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness")
+    p = sub.add_parser("check-task", help="validate a task: spec, reference self-check, baseline correctness",
+                       **examples("kernel-tui check-task fixtures/softmax --device cpu"))
     p.add_argument("task", help="the task directory (holding task.json)")
     device(p)
     p.set_defaults(func=cmd_check_task, evaluates=True)

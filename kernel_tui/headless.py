@@ -50,8 +50,10 @@ def run(args) -> int:
     ws = open_or_create(target, Path(args.workspace) if args.workspace else None)
     ws.lock()
     cancel = threading.Event()
+    stopped_by: list[int] = []
 
     def stop(signum, frame):  # finish the phase in flight, leave everything on disk
+        stopped_by.append(signum)
         cancel.set()
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -63,7 +65,8 @@ def run(args) -> int:
         )
         if summary is None:
             print(f"stopped; resume with: kernel-tui run {ws.root} --headless")
-            return 1
+            # as a shell reports a process its signal ended: 130 after Ctrl-C, 143 after SIGTERM
+            return 128 + stopped_by[0] if stopped_by else 1
         print(f"report: {', '.join(str(p.relative_to(ws.root)) for p in written)}")
         s = summary
         print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} ({f'round {s.best_round}' if s.best_round is not None else 'the baseline'}); "

@@ -295,3 +295,39 @@ def test_an_evaluator_removes_only_the_folder_it_made(tmp_path):
     own.close()
     given.close()
     assert not own.workdir.exists() and (tmp_path / "given").is_dir()
+
+
+@pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)])
+def test_a_stopped_headless_run_exits_as_the_shell_reports_its_signal(tmp_path, monkeypatch, capsys, signum, code):
+    import signal
+    from types import SimpleNamespace
+
+    from kernel_tui import headless
+
+    def stopped_run(ws, **kw):
+        signal.raise_signal(signum)  # the handler finishes the phase in flight: the run ends unfinished
+        assert kw["cancel"].is_set()
+        return None, []
+
+    monkeypatch.setattr(headless, "run_headless", stopped_run)
+    args = SimpleNamespace(target=str(FIXTURES / "vector_add"), workspace=str(tmp_path / "ws"), device="cpu",
+                           proposer="search", max_steps=1, candidates=None, gpus=None)
+    assert headless.run(args) == code
+    assert "resume with: kernel-tui run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["eval"], ["compare"], ["run"], ["history"], ["restore"], ["report"],
+                                     ["check-task"], ["import", "kernelbench"]])
+def test_every_subcommands_help_shows_an_example(command, capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main([*command, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"kernel-tui {' '.join(command)} " in out.split("examples:")[1], out
+
+
+def test_report_help_says_what_it_writes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["report", "--help"])
+    out = capsys.readouterr().out
+    assert "report.md" in out and "rounds_overview.png" in out and "roofline.png" in out

@@ -245,3 +245,24 @@ def test_imported_tasks_pass_check_task_on_the_cpu(imported, stem, capsys):
     root, _ = _task(imported, stem)
     assert main(["check-task", str(root), "--device", "cpu", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["status"] == "ok"
+
+
+def test_an_import_writes_nothing_beside_the_problem_and_no_null_level(tmp_path):
+    import shutil
+
+    problems = tmp_path / "copied"  # a problem copied out of its levelN folder
+    problems.mkdir()
+    shutil.copy(DATA / "leaky_slope.py", problems / "leaky_slope.py")
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["import", "kernelbench", str(problems / "leaky_slope.py"), "--out", str(tmp_path / "t")])
+    assert args.func(args) == 0
+    assert sorted(p.name for p in problems.iterdir()) == ["leaky_slope.py"]  # no __pycache__ left there
+    origin = json.loads((tmp_path / "t" / "task.json").read_text())["origin"]
+    assert "level" not in origin and origin["problem"] == "leaky_slope"
+    level1 = tmp_path / "level1"
+    level1.mkdir()
+    shutil.copy(DATA / "leaky_slope.py", level1 / "leaky_slope.py")
+    args = parser.parse_args(["import", "kernelbench", str(level1 / "leaky_slope.py"), "--out", str(tmp_path / "u")])
+    assert args.func(args) == 0
+    assert json.loads((tmp_path / "u" / "task.json").read_text())["origin"]["level"] == 1

@@ -20,7 +20,8 @@ def probe(request: dict[str, Any], timeout: float = DEFAULT_TIMEOUT) -> dict[str
     env["CUDA_VISIBLE_DEVICES"] = ""  # shapes and small real runs need no GPU, and must not take one
     try:
         done = subprocess.run(
-            [sys.executable, "-I", str(PROBE)], input=json.dumps(request), capture_output=True, text=True,
+            # -B: nothing written beside the problem (its __pycache__ in the user's KernelBench folder)
+            [sys.executable, "-I", "-B", str(PROBE)], input=json.dumps(request), capture_output=True, text=True,
             timeout=timeout, env=env, cwd=Path(request["path"]).parent,
         )
     except subprocess.TimeoutExpired:

@@ -18,7 +18,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("import", help="make task directories from problems in another format")
     formats = p.add_subparsers(dest="format", required=True, parser_class=type(p), prog="kernel-tui import",
                                help="the format of the problems (kernelbench)")
-    k = formats.add_parser("kernelbench", help="KernelBench problems (Model, get_inputs, get_init_inputs)")
+    k = formats.add_parser(
+        "kernelbench", help="KernelBench problems (Model, get_inputs, get_init_inputs)",
+        epilog="examples:\n  kernel-tui import kernelbench KernelBench/level1/19_ReLU.py --out tasks/relu\n"
+               "  kernel-tui import kernelbench KernelBench/level1 --out tasks/level1 --precision fp16",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     k.add_argument("problem", help="a problem .py file, or a directory: every *.py in it")
     k.add_argument("--out", help="the task directory (a directory of problems: the parent of one task directory "
                                  "per problem); default: ./<task name>, or ./ for a directory")

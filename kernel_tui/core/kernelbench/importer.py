@@ -454,8 +454,10 @@ def import_problem(path: Path, out: Path | None = None, *, precision: str = "fp3
         "correctness": {"seeds": [17, 29], "atol": tol, "rtol": tol, "shapes": shapes_list},
         "costModel": {"flops": flops, "bytes": bytes_expr, "label": flops_label},
         "origin": {"kind": "kernelbench", "path": str(path), "sha256": hashlib.sha256(raw).hexdigest(),
-                   "problem": path.stem, "level": _level(path), "precision": precision, "notes": notes},
+                   "problem": path.stem, "precision": precision, "notes": notes},
     }
+    if _level(path) is not None:  # known from a levelN folder only; no level beats a wrong or null one
+        spec["origin"]["level"] = _level(path)
     if not dims:
         spec["shape"] = {}
     if use_generator:
