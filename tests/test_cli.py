@@ -331,3 +331,32 @@ def test_report_help_says_what_it_writes(capsys):
         cli.main(["report", "--help"])
     out = capsys.readouterr().out
     assert "report.md" in out and "rounds_overview.png" in out and "roofline.png" in out
+
+
+def test_the_readme_synopsis_names_every_option_of_every_command():
+    """The synopsis is where a user looks first: an option missing there (the suite's --device was) is hidden."""
+    import argparse
+
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("kernel-tui run TASK_DIR_OR_WORKSPACE --headless"):]
+    block = block[: block.index("```")]
+    synopsis: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        m = re.match(r"kernel-tui (\S+)( kernelbench)?", line)
+        if m:
+            current = m.group(1) + (m.group(2) or "")
+            synopsis[current] = line
+        elif current:
+            synopsis[current] += line
+
+    def sub(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        return next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+    commands = sub(cli.build_parser())
+    assert set(synopsis) >= set(cli.COMMANDS) - {"import"} | {"import kernelbench"}
+    for name, line in synopsis.items():
+        words = name.split()
+        parser = commands[words[0]] if len(words) == 1 else sub(commands[words[0]])[words[1]]
+        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+        assert [o for o in options if o not in line] == [], name
