@@ -31,12 +31,15 @@ $(STAMP): pyproject.toml Makefile
 		echo "reusing the torch and triton of $(PYTHON)"; \
 		$(PYTHON) -m venv --system-site-packages $(VENV); \
 	else \
+		echo "first run: installing into $(VENV) (a few minutes, once): torch 2.13 (CPU build), triton, numpy"; \
 		$(PYTHON) -m venv $(VENV) && \
 		$(PY) -m pip install -q torch==2.13.0 && \
 		$(PY) -m pip install -q triton numpy; \
 	fi
+	@echo "installing kernel-tui and its dependencies into $(VENV) (textual, litellm, gitpython, scipy, ...)"
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $(STAMP)
+	@echo "installed; the command is $(VENV)/bin/kernel-tui"
 
 clean:
 	rm -rf $(VENV)

@@ -34,3 +34,19 @@ def test_every_imported_package_is_declared():
         if not dists & declared:
             missing[module] = sorted(dists)
     assert missing == {}, f"imported but not declared: {missing}"
+
+
+def test_the_first_install_says_what_it_installs_before_the_long_wait():
+    """A cold `make run` spent minutes installing torch in silence: every install step says what it does."""
+    import shutil
+    import subprocess
+
+    make = shutil.which("make")
+    assert make is not None
+    out = subprocess.run([make, "-n", "-B", "install", "VENV=/nonexistent-venv"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60).stdout
+    steps = [ln for ln in out.splitlines() if "pip install" in ln]
+    assert steps and all(ln.strip().startswith(("/nonexistent-venv/bin/python", "python")) for ln in steps)
+    said = [ln for ln in out.splitlines() if ln.strip().startswith("echo")]
+    assert any("torch" in ln and "a few minutes" in ln for ln in said)
+    assert any("installing kernel-tui" in ln for ln in said)
