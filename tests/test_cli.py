@@ -317,7 +317,7 @@ def test_a_stopped_headless_run_exits_as_the_shell_reports_its_signal(tmp_path, 
 
 
 @pytest.mark.parametrize("command", [["eval"], ["compare"], ["run"], ["history"], ["restore"], ["report"],
-                                     ["check-task"], ["import", "kernelbench"]])
+                                     ["check-task"], ["import", "kernelbench"], ["suite"]])
 def test_every_subcommands_help_shows_an_example(command, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main([*command, "--help"])

@@ -154,7 +154,7 @@ def test_suite_json_and_the_report_say_how_it_was_measured(ran):
     text = (out / "suite-report.md").read_text()
     assert INTERPRETER_LABEL in text and "NOT GPU TIMINGS" in text
     assert saved.timing_labels == [INTERPRETER_LABEL]
-    assert f"torch {torch.__version__}" in text and "t-interval" in text
+    assert f"torch {torch.__version__}" in text and "bootstrap of S over the timing blocks of all runs" in text
     assert "| 0 | 0.50 (1) |" in text
     assert (out / suite_report.FIGURE).read_bytes().startswith(b"\x89PNG")
     assert (out / "workspaces" / GOOD / "report.md").exists()  # each workspace has its own run report
@@ -506,3 +506,125 @@ def test_a_failure_on_a_gpu_that_then_fails_its_health_check_is_not_the_kernels_
     assert ran == ["a"] and got is not None and [r.task for r in got] == ["a", "b"]
     assert all(not r.complete for r in got)  # both run again by a later suite, nothing charged to a kernel
     assert "Xid 79" in got[0].reason and got[1].reason.startswith("not run: GPU 0 failed")
+
+
+# --- what a task's line, the summary and the exit status say ------------------------------------------
+
+
+def pytorch_start_workspace(root: Path) -> Workspace:
+    """A workspace of a task that starts from PyTorch eager, nothing proposed yet."""
+    small_task(FIXTURES / "vector_add", root / "tasks" / "k", "k", pytorch=True)
+    return Workspace.create(root / "tasks" / "k", path=root / "out" / "workspaces" / "k")
+
+
+def runner_for(root: Path, proposer: str, lines: list[str] | None = None) -> SuiteRunner:
+    opts = SuiteOptions(tasks_dir=root / "tasks", out=root / "out", proposer=proposer, max_steps=3, device="cpu",
+                        runs=2)
+    return SuiteRunner(opts, on_event=lambda task, e: lines.append(e.text) if lines is not None else None)
+
+
+def suite_of(root: Path, results: list[TaskResult]) -> SuiteResult:
+    return SuiteResult(tasks_dir=str(root / "tasks"), out=str(root / "out"), device="cuda", proposer="search",
+                       max_steps=3, runs=5, tasks=results, summaries=[summarize(results, s) for s in ("eager", "compile")],
+                       timing_labels=[])
+
+
+GATE_REJECTED = ("correct, but not faster than eager through the gate: the fastest correct candidate is scored "
+                 "(round 3, gate-rejected)")
+
+
+def test_a_task_where_nothing_was_proposed_says_so_and_how_to_give_the_search_a_triton_version(tmp_path):
+    ws = pytorch_start_workspace(tmp_path)
+    assert ws.best_is_pytorch_start and ws.trajectory() == []
+    lines: list[str] = []
+    runner = runner_for(tmp_path, "search", lines)
+    r = runner._score(ws, "k")  # returns before any evaluator starts: there is nothing to score
+    assert r is not None and not r.correct and r.complete and r.rounds == 0 and r.best_is_baseline
+    assert r.reason.startswith("no candidate was proposed: the built-in search only transforms Triton kernels and "
+                               "this task starts from PyTorch eager")
+    assert "--baseline FILE" in r.reason and "--proposer llm" in r.reason and "failed its checks" not in r.reason
+    runner.ended(r)
+    assert lines == [f"task k: failed: {r.reason}"]
+    replayed = runner_for(tmp_path, "replay")._score(ws, "k")
+    assert replayed is not None and replayed.reason == "no candidate was proposed: the replay proposer offered none"
+
+
+def test_a_task_whose_candidates_all_failed_says_how_many_and_how(tmp_path):
+    from kernel_tui.core.records import TrajectoryLine
+
+    ws = pytorch_start_workspace(tmp_path)
+    info = ProposerInfo(kind="search", name="built-in search")
+    for n, status in ((1, Status.incorrect), (2, Status.compile_error), (3, Status.incorrect)):
+        commit = ws.commit_proposal(n, ws.best_source + f"\n# {n}\n", "a change", info)
+        ws.record_verdict(TrajectoryLine(round=n, change="a change", proposer=info, commit=commit.hexsha,
+                                         status=status, reason="x", accepted=False))
+    r = runner_for(tmp_path, "search")._score(ws, "k")
+    assert r is not None and not r.correct and r.rounds == 3
+    assert r.reason == "3 candidates were proposed and every one failed its checks (1 compile_error, 2 incorrect)"
+    from kernel_tui.core.suite.runner import no_triton_kernel
+
+    assert no_triton_kernel(ws.trajectory()[:1], "search") == "1 candidate was proposed and it failed its checks (incorrect)"
+
+
+def test_a_scored_candidate_the_gate_rejected_is_not_called_solved(tmp_path):
+    rejected = result("a", score(0.0096, 0.009)).model_copy(update={
+        "best_is_baseline": True, "scored_round": 3, "scored_verdict": "rejected: -99% (CI ...)"})
+    accepted = result("b", score(1.2, 1.1)).model_copy(update={"rounds": 3, "accepted": 2})
+    baseline = result("c", score(1.0, 0.9)).model_copy(update={"rounds": 3})  # a Triton baseline, nothing accepted
+    assert rejected.correct  # still counted by fast_0, as KernelBench counts any correct kernel
+    lines: list[str] = []
+    runner = runner_for(tmp_path, "search", lines)
+    for r in (rejected, accepted, baseline):
+        runner.ended(r)
+    assert lines == [f"task a: {GATE_REJECTED}", "task b: solved",
+                     "task c: correct, but no candidate was accepted: the task's own Triton baseline is scored"]
+    text = suite_report.render(suite_of(tmp_path, [rejected, accepted, baseline]))
+    assert f"| a | {GATE_REJECTED[:-1]}: rejected: -99% (CI ...)) | 0 (0) |" in text
+    assert "| b | solved | 3 (2) |" in text
+    assert "No task could be scored" not in text
+
+
+def command_args(root: Path):
+    import argparse
+
+    tasks, cands = make_suite(root)
+    return argparse.Namespace(tasks_dir=str(tasks), out=str(root / "out"), proposer="replay", max_steps=1,
+                              device="cpu", runs=2, candidates=str(cands))
+
+
+def argparse_parser():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    return add_parser(parser.add_subparsers(dest="command"))
+
+
+def test_the_command_exits_non_zero_when_no_task_could_be_scored(tmp_path, monkeypatch, capsys):
+    from kernel_tui.core.suite.command import main
+
+    failed = [result(t, None, solved=False).model_copy(update={"reason": "no candidate was proposed: x"})
+              for t in (GOOD, BAD)]
+    monkeypatch.setattr(SuiteRunner, "run", lambda self: suite_of(tmp_path, failed))
+    assert main(command_args(tmp_path)) == 1  # the CLI's EXIT_FAILED
+    printed = capsys.readouterr().out.splitlines()
+    assert "suite done: 0 of 2 tasks correct" in printed
+    assert printed[-1] == ("no task could be scored: none of the 2 tasks has a correct Triton kernel (each task's "
+                           "line above and the report's tasks table say why)")
+    text = suite_report.render(suite_of(tmp_path, failed))
+    assert "**No task could be scored**: none of the 2 task(s) has a correct Triton kernel" in text
+    parser = argparse_parser()
+    assert "Exit status: 0 when at least one task has a correct Triton kernel" in " ".join(parser.format_help().split())
+    assert "1 when no task could be scored" in " ".join(parser.format_help().split())
+
+
+def test_the_command_summary_says_how_many_correct_tasks_scored_a_gate_rejected_candidate(tmp_path, monkeypatch, capsys):
+    from kernel_tui.core.suite.command import EXIT_OK, main
+
+    rejected = result(GOOD, score(0.0096, 0.009)).model_copy(update={"best_is_baseline": True, "scored_round": 3})
+    tasks = [rejected, result(BAD, None, solved=False)]
+    monkeypatch.setattr(SuiteRunner, "run", lambda self: suite_of(tmp_path, tasks))
+    assert main(command_args(tmp_path)) == EXIT_OK
+    printed = capsys.readouterr().out
+    assert ("suite done: 1 of 2 tasks correct (1 not faster than eager through the gate: the fastest correct "
+            "candidate scored)") in printed
+    assert "no task could be scored" not in printed

@@ -18,8 +18,16 @@ from kernel_tui.core.errors import KernelTuiError
 
 if TYPE_CHECKING:  # the engine loads when the suite starts: the CLI builds its parser from this module
     from kernel_tui.core.events import Event
+    from kernel_tui.core.suite.models import TaskResult
 
 EXIT_OK, EXIT_STOPPED = 0, 1
+EXIT_NO_SCORE = 1  # the CLI's EXIT_FAILED, and EXIT_STOPPED's value, as EPILOG says: no kernel to score
+EPILOG = (f"Exit status: {EXIT_OK} when at least one task has a correct Triton kernel, scored against PyTorch; "
+          f"{EXIT_NO_SCORE} when no task could be scored (no correct Triton kernel in any task: the report is still "
+          "written and says why per task) or when the suite was stopped (run the same command to resume); 2 on bad "
+          "arguments.\n\nexamples:\n"
+          "  kernel-tui suite tasks/level1 --proposer search --max-steps 5 --device cuda --out suites/level1\n"
+          "  kernel-tui suite tasks --proposer replay --candidates cands --max-steps 1 --gpus all")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -29,6 +37,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "OUT/workspaces/<task>, then times each task's best version against PyTorch eager and "
                     "torch.compile in fresh processes and writes OUT/suite.json and OUT/suite-report.md. "
                     "Run the same command again to resume a stopped suite.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("tasks_dir", metavar="TASKS_DIR", help="a folder of task directories (each holding task.json)")
     p.add_argument("--proposer", choices=["search", "llm", "replay"], required=True,
@@ -117,8 +126,7 @@ def main(args) -> int:
                          + (["--gpus", gpus] if gpus else []) + (["--scheduler", scheduler] if scheduler else []))
         print(f"stopped; resume with: {again}")
         return EXIT_STOPPED
-    solved = sum(t.correct for t in suite.tasks)
-    print(f"suite done: {solved} of {len(suite.tasks)} tasks correct")
+    print(_done_line(suite.tasks))
     for summary in suite.summaries:
         if not summary.available:
             print(f"  vs {summary.side}: not measured on any correct task")
@@ -130,4 +138,19 @@ def main(args) -> int:
     if flagged:
         print(f"  for a person to look at (S above {FLAG_SPEEDUP:g}x): {', '.join(flagged)}")
     print(f"report: {out / 'suite-report.md'}; results: {out / 'suite.json'}")
+    if not any(t.correct for t in suite.tasks):
+        print(f"no task could be scored: none of the {len(suite.tasks)} tasks has a correct Triton kernel "
+              "(each task's line above and the report's tasks table say why)")
+        return EXIT_NO_SCORE
     return EXIT_OK
+
+
+def _done_line(tasks: list[TaskResult]) -> str:
+    """How many tasks are correct, and how many of those scored a kernel that is not an accepted candidate."""
+    correct = sum(t.correct for t in tasks)
+    notes = []
+    if rejected := sum(t.gate_rejected for t in tasks):
+        notes.append(f"{rejected} not faster than eager through the gate: the fastest correct candidate scored")
+    if baseline := sum(t.baseline_scored for t in tasks):
+        notes.append(f"{baseline} with no candidate accepted: the task's own Triton baseline scored")
+    return f"suite done: {correct} of {len(tasks)} tasks correct" + (f" ({'; '.join(notes)})" if notes else "")

@@ -82,6 +82,32 @@ class TaskResult(_Frozen):
         """A kernel of the proposer's, correct in the scoring's own fresh check (run 1 against eager)."""
         return self.status == "solved"
 
+    @property
+    def gate_rejected(self) -> bool:
+        """Correct, but the kernel scored is a candidate the gate turned down: no Triton version was accepted
+        over the PyTorch starting point, so the fastest correct one stands in (fast_p counts it, as
+        KernelBench's fast_0 counts any correct kernel)."""
+        return self.correct and self.best_is_baseline
+
+    @property
+    def baseline_scored(self) -> bool:
+        """Correct, but the kernel scored is the task's own Triton baseline: no candidate was accepted over it."""
+        return self.correct and not self.best_is_baseline and self.accepted == 0
+
+    def outcome(self, verdict: bool = False) -> str:
+        """What became of the task, in one line: the wording of the suite's lines, its summary and its report.
+        `verdict`: a gate-rejected candidate's line ends with the gate's verdict on it."""
+        if not self.correct:
+            return f"failed: {self.reason}"
+        if self.gate_rejected:
+            why = f": {self.scored_verdict}" if verdict and self.scored_verdict else ""
+            where = f"round {self.scored_round}, " if self.scored_round is not None else ""
+            return (f"correct, but not faster than eager through the gate: the fastest correct candidate is scored "
+                    f"({where}gate-rejected{why})")
+        if self.baseline_scored:
+            return "correct, but no candidate was accepted: the task's own Triton baseline is scored"
+        return "solved"
+
     def side(self, side: Side) -> SideScore | None:
         return self.eager if side == "eager" else self.compile
 

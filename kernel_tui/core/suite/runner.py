@@ -19,6 +19,7 @@ import io
 import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +37,7 @@ from kernel_tui.core.suite.score import describe_score, one_line, side_score, su
 from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
+    from kernel_tui.core.records import TrajectoryLine
     from kernel_tui.core.workspace import Workspace
 
 OnEvent = Callable[[str, Event], None]  # (task, event); the suite's own lines come as LogEvents
@@ -244,8 +246,7 @@ class SuiteRunner:
         return results
 
     def ended(self, result: TaskResult, device: str | None = None) -> TaskResult:
-        what = "solved" if result.correct else f"failed: {result.reason}"
-        self._say(result.task, f"task {result.task}: {what}" + (f" (on {describe(device)})" if device else ""))
+        self._say(result.task, f"task {result.task}: {result.outcome()}" + (f" (on {describe(device)})" if device else ""))
         return result
 
     def _suite(self, results: list[TaskResult]) -> SuiteResult:
@@ -393,11 +394,12 @@ class SuiteRunner:
         if ws.best_is_pytorch_start:
             # No Triton version beat eager through the gate. KernelBench counts a correct kernel whatever its
             # speed (fast_0), so the fastest correct Triton candidate is scored, and the result says so.
-            fastest = min((ln for ln in ws.trajectory() if ln.status == "ok" and ln.latency),
+            lines = ws.trajectory()
+            fastest = min((ln for ln in lines if ln.status == "ok" and ln.latency),
                           key=lambda ln: ln.latency or 0.0, default=None)
             if fastest is None:
-                return TaskResult(status="failed", reason="no correct Triton kernel: every candidate failed its checks",
-                                  complete=True, best_is_baseline=True, **base)
+                return TaskResult(status="failed", reason=no_triton_kernel(lines, o.proposer), complete=True,
+                                  best_is_baseline=True, **base)
             best = ws.source_at(fastest.commit)
             base.update(scored_round=fastest.round, best_is_baseline=True, scored_verdict=one_line(fastest.reason, 200))
             self._say(key, f"no Triton version was accepted; scoring the fastest correct candidate (round {fastest.round})")
@@ -432,6 +434,22 @@ class SuiteRunner:
                               complete=final, eager=eager, environment=env, **base)
         return TaskResult(status="solved", reason=eager.reason, complete=final, eager=eager,
                           compile=scores.get("compile"), environment=env, **base)
+
+
+def no_triton_kernel(lines: list[TrajectoryLine], proposer: str) -> str:
+    """Why a task that starts from PyTorch eager has no correct Triton kernel to score, from its trajectory:
+    nothing was proposed (the built-in search waits for a Triton version), or everything proposed failed."""
+    if not lines:
+        if proposer == "search":
+            return ("no candidate was proposed: the built-in search only transforms Triton kernels and this task "
+                    "starts from PyTorch eager (give it a Triton version: `kernel-tui import kernelbench --baseline "
+                    "FILE`, a Triton baseline.py, or --proposer llm)")
+        return f"no candidate was proposed: the {proposer} proposer offered none"
+    failed = Counter(str(ln.status) for ln in lines if not (ln.status == "ok" and ln.latency))
+    tally = ", ".join(f"{n} {status}" if len(lines) > 1 else status for status, n in sorted(failed.items()))
+    if len(lines) == 1:
+        return f"1 candidate was proposed and it failed its checks ({tally})"
+    return f"{len(lines)} candidates were proposed and every one failed its checks ({tally})"
 
 
 def device_suspect(result: TaskResult) -> bool:
