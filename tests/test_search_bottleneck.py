@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
-from kernel_tui.core.proposers.search import FAVOURED_KINDS, SearchProposer, state_key
+from kernel_tui.core.proposers.search import FAVOURED_KINDS, STATE_VERSION, SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze
 from tests.test_search import baseline
 
@@ -129,11 +129,13 @@ def test_an_older_saved_state_without_kinds_or_turned_down_steps_still_loads_and
         assert p.propose(context(r, base, base, "compute")) is not None
         no_effect(p, r)
     old = p.state()
-    for key in ("kinds", "dot_knobs", "turned_down"):
+    for key in ("kinds", "dot_knobs", "turned_down", "refused"):
         del old[key]
     old["version"] = 1
+    old["rejected"] = {}
     for pending in old["pending"].values():
-        pending.pop("bottleneck", None)
+        for key in ("bottleneck", "moves", "change"):
+            pending.pop(key, None)
     fresh = SearchProposer(seed=0)
     fresh.restore(json.loads(json.dumps(old)))
     assert fresh.model.kinds == {} and fresh.turned_down == {}
@@ -141,7 +143,7 @@ def test_an_older_saved_state_without_kinds_or_turned_down_steps_still_loads_and
         assert fresh.propose(context(r, base, base, "compute")) is not None
         no_effect(fresh, r)
     assert fresh.model.kinds and fresh.model.dot_knobs  # filled again from the sources it analysed
-    assert fresh.state()["version"] == 2
+    assert fresh.state()["version"] == STATE_VERSION
 
 
 # --- knob effects read per tile --------------------------------------------------------------------------

@@ -21,6 +21,9 @@ class ProposerContext(BaseModel):
     baseline_language: Literal["triton", "pytorch"] = "triton"
     # what holds the incumbent back on this GPU's roofline (metrics.Place.bottleneck); None off a GPU
     bottleneck: Literal["memory", "compute", "latency"] | None = None
+    # where candidates run: "cpu" is Triton's interpreter, which ignores GPU-only knobs (num_warps, num_stages,
+    # load hints); None: not said here (a proposer may have been told when it was built)
+    device: Literal["cpu", "cuda"] | None = None
 
     @property
     def incumbent_is_pytorch(self) -> bool:

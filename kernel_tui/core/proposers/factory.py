@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import git
+
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import Proposer
-from kernel_tui.core.workspace import Workspace
+from kernel_tui.core.workspace import Workspace, WorkspaceError
 
 
 def default_kind(settings=None) -> str:
@@ -24,8 +26,16 @@ def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Prop
             result = evaluator.compile_facts(source)
             return list(result.kernels) if result.status.value == "ok" else []
 
+        def source_at(commit: str) -> str | None:
+            """A commit's source, to read the person's rejections back from the trajectory (None: not there)."""
+            try:
+                return ws.source_at(commit)
+            except (WorkspaceError, ValueError, git.BadName):
+                return None
+
         return SearchProposer(budget_hint=ws.task.spec.optimization.max_rounds,
-                              resources=compiled if evaluator.device == "cuda" else None)
+                              resources=compiled if evaluator.device == "cuda" else None,
+                              device=evaluator.device, sources=source_at)
     if kind == "llm":
         from kernel_tui.config import AgentSettings
         from kernel_tui.core.proposers.llm import LLMProposer

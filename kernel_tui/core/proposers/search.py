@@ -36,10 +36,16 @@ state (the γ · max_a' Q(s', a') part of the value, made real), so that two kno
 return None.
 
 Never the same (state, action) twice, never a source already tried (hashes of every proposed,
-edited, baseline and best source), and never again from a state a change the person rejected there,
-alone or as a step of a two-step proposal: a rejection judges the change, not one source of it.
+edited, baseline and best source), and never again in the run a change the person rejected: the same
+knob moves between the same values, from any incumbent, alone or as a step of a two-step proposal
+(`search_refusals`; it is also read back from the trajectory's rejections and their commits).
 `state()` / `restore()` carry all of it, the replay memory, the step counter and the random
 generator, so a resumed run continues exactly where it stopped.
+
+On Triton's CPU interpreter (the run's device "cpu") a step of a knob the interpreter ignores
+(INTERPRETER_IGNORES: warps, stages, load hints, unrolling, tl.dot precision) is no step: it changes
+nothing the interpreter runs, so it is never proposed there, alone or beside another; the search says
+once which kinds it leaves out. Block sizes, tiling factors and the launch order change the work.
 """
 
 from __future__ import annotations
@@ -54,13 +60,16 @@ from dataclasses import dataclass
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, Proposer, ProposerContext
 from kernel_tui.core.proposers.search_model import TILE_KINDS, ValueModel
+from kernel_tui.core.proposers.search_refusals import Refusals, legacy_moves, moves_of
 from kernel_tui.core.proposers.transforms import Action, Analysis, analyze, source_hash
 from kernel_tui.core.records import ProposerInfo
 
 FAILED_REWARD = -1.0  # log(T_old / T_new) of a candidate that did not pass: as if e times slower
 REJECTED_BY_PERSON_REWARD = -0.5
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
-STATE_VERSION = 2  # 2: knob kinds and the steps turned down per bottleneck (older states load with none)
+# 2: knob kinds and the steps turned down per bottleneck (older states load with none); 3: the person's
+# rejections as knob moves of any state ("refused"; a version-2 "rejected" is read into it)
+STATE_VERSION = 3
 
 # Exploration over the run: ε-greedy, then Boltzmann, then greedy.
 EPSILON = (0.3, 0.1)
@@ -80,6 +89,14 @@ FAVOURED_KINDS = {
     "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision"},
     "latency": {"num_warps", "num_stages", "block", "unroll"},
 }
+
+
+# Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
+# and num_stages are dropped, get_cache_policy returns None for every load hint, tl.range drops its keyword
+# arguments (loop_unroll_factor), and tl.dot is np.matmul whatever its input_precision. A step of only these
+# measures noise there: of a new user's 16 rounds on the interpreter, 6 went to warps and load hints.
+INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll",
+                                 "input_precision"})
 
 
 MAX_RESOURCE_CHECKS = 4  # compiles per proposal at most (each ~1-2 s on a GPU); then the pick stands
@@ -135,6 +152,7 @@ WAITS_FOR_TRITON = (
 class _Candidate:
     key: str  # the action key ("knob=value", or "first+second" for two steps)
     parts: tuple[str, ...]  # the atomic action keys
+    moves: frozenset[str]  # each part as a knob's move from its value here (search_refusals.move)
     change: str
     source: str
     after: dict  # the knob assignment of the source
@@ -145,12 +163,19 @@ class SearchProposer(Proposer):
 
     def __init__(self, seed: int = 0, gamma: float = 0.9, budget_hint: int = 25, *,
                  analyze: Callable[[str], Analysis] = analyze,
-                 resources: Callable[[str], list[KernelFacts]] | None = None) -> None:
+                 resources: Callable[[str], list[KernelFacts]] | None = None,
+                 device: str | None = None,
+                 sources: Callable[[str], str | None] | None = None) -> None:
         """`analyze` reads a source's knobs; a caller may narrow what the search sees (a replay over a
         measured table passes one that cuts each knob's domain to the measured values). `resources` compiles
         a source and returns what the compiler made of its kernels (on a GPU): a candidate whose kernels
-        spill registers or cannot be resident on an SM is skipped before any round is spent timing it."""
+        spill registers or cannot be resident on an SM is skipped before any round is spent timing it.
+        `device`: where candidates run ("cpu": Triton's interpreter; ProposerContext.device, where given,
+        wins). `sources`: a commit's source (None where unknown), to read the person's rejections back from
+        the trajectory (`search_refusals`)."""
         self.resources = resources
+        self.device = device
+        self.sources = sources
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("gamma must be within [0, 1]")
         self._analyze_source = analyze
@@ -167,7 +192,9 @@ class SearchProposer(Proposer):
         self.turned_down: dict[str, list[str]] = {}
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
         self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
-        self.rejected: dict[str, list[list[str]]] = {}  # state key -> the atomic steps of each rejected proposal
+        self.refused = Refusals()  # the person's rejections, as knob moves never proposed again
+        self.interpreter = False  # the current proposal's device is Triton's CPU interpreter
+        self._said_ignored: set[str] = set()
         # round (as text: JSON keys) -> the step proposed in it, until its feedback; several in a batch
         self.pending: dict[str, dict] = {}
         self.model = ValueModel()  # Δ̂: knob kinds and values, and the measured programs
@@ -187,12 +214,17 @@ class SearchProposer(Proposer):
             self.model.add(base.assignment, 0.0)
         self.tried_sources.add(source_hash(context.baseline_source))
         self.tried_sources.add(source_hash(context.best_source))
+        self.interpreter = (context.device or self.device) == "cpu"
+        if self.sources is not None:
+            for rejected in self.refused.learn(context.history, self.sources, self._analyze):
+                self.tried_sources.add(source_hash(rejected))
         if context.bottleneck != self.bottleneck and context.bottleneck is not None:
             kinds = ", ".join(sorted(FAVOURED_KINDS[context.bottleneck]))
             self.on_activity(f"the incumbent is {context.bottleneck}-bound: trying {kinds} knobs first")
         self.bottleneck = context.bottleneck
         analysis = self._analyze(context.best_source)
         self.model.register(analysis)
+        self._say_ignored(analysis)
         s = analysis.assignment
         skey = state_key(s)
         level = self.levels.get(skey)
@@ -221,7 +253,8 @@ class SearchProposer(Proposer):
                 self.outcomes.setdefault(part, [0, 0])[1] += 1
         self._mark_tried(skey, chosen)
         self.pending[str(context.round)] = {"s": skey, "a": chosen.key, "parts": list(chosen.parts), "s2": chosen.after,
-                                            "level": level, "round": context.round, "bottleneck": self.bottleneck}
+                                            "level": level, "round": context.round, "bottleneck": self.bottleneck,
+                                            "moves": sorted(chosen.moves), "change": chosen.change}
         self.step += 1
         return Proposal(source=chosen.source, change=chosen.change, proposer=self.info)
 
@@ -232,8 +265,9 @@ class SearchProposer(Proposer):
         if pending is None:
             return
         if feedback.rejected_by_person:
-            parts = sorted(pending.get("parts") or [pending["a"]])
-            self.rejected.setdefault(pending["s"], []).append(parts)
+            saved = pending.get("moves")  # None: a pending step saved before version 3
+            moves = frozenset(saved) if saved is not None else legacy_moves(pending["s"], pending.get("parts") or [pending["a"]])
+            self.refused.add(moves, feedback.round, str(pending.get("change") or ""), feedback.reason)
         r = _step_reward(feedback)
         if r is None:
             return
@@ -279,7 +313,7 @@ class SearchProposer(Proposer):
             "domains": self.model.domains,
             "numeric": self.model.numeric,
             "outcomes": self.outcomes,
-            "rejected": self.rejected,
+            "refused": self.refused.state(),
             "pending": self.pending,
             "bottleneck": self.bottleneck,
             "kinds": self.model.kinds,
@@ -306,7 +340,7 @@ class SearchProposer(Proposer):
         self.tried_sources = set(state.get("tried_sources") or [])
         self.levels = dict(state.get("levels") or {})
         self.outcomes = {k: list(v) for k, v in (state.get("outcomes") or {}).items()}
-        self.rejected = {k: [list(parts) for parts in v] for k, v in (state.get("rejected") or {}).items()}
+        self.refused = Refusals.from_state(state.get("refused"), state.get("rejected"))
         saved = state.get("pending") or {}
         # a state written before batches held one step, not one per round
         self.pending = {str(saved.get("round", 0)): saved} if "s" in saved else dict(saved)
@@ -336,7 +370,7 @@ class SearchProposer(Proposer):
         outcomes = {(t["s"], t["a"]): t.get("step", t["r"]) for t in self.transitions}
         for floor in (TWO_STEP_FLOOR, -math.inf):
             seen = set()
-            for first in analysis.actions():
+            for first in self._actions(analysis):
                 r = outcomes.get((skey, first.key))
                 if r is None or r < floor:  # untried here, failed, or (first pass) clearly slower
                     continue
@@ -349,6 +383,22 @@ class SearchProposer(Proposer):
             if out:
                 return out
         return out
+
+    def _actions(self, analysis: Analysis) -> list[Action]:
+        """The source's steps, less those of knobs the interpreter ignores when the run is on it."""
+        if not self.interpreter:
+            return analysis.actions()
+        return [a for a in analysis.actions() if a.kind not in INTERPRETER_IGNORES]
+
+    def _say_ignored(self, analysis: Analysis) -> None:
+        """Once per kind: which of the source's knobs the search leaves alone on the interpreter, and why."""
+        if not self.interpreter:
+            return
+        kinds = ({k.kind for k in analysis.knobs.values()} & INTERPRETER_IGNORES) - self._said_ignored
+        if kinds:
+            self._said_ignored |= kinds
+            self.on_activity(f"on Triton's CPU interpreter: no moves of {', '.join(sorted(kinds))} (GPU-only knobs the "
+                             "interpreter ignores); block sizes, tiling factors and the launch order change its work")
 
     def _kinds_of(self, parts: tuple[str, ...] | list[str]) -> set[str]:
         return {self.model.kinds.get(p.split("=", 1)[0], "") for p in parts}
@@ -412,7 +462,7 @@ class SearchProposer(Proposer):
         out: list[_Candidate] = []
         if not any(k.has_dot for k in analysis.kernels.values()):
             return out  # elementwise blocks couple weakly with warps: more moves would only dilute the search
-        for tile in analysis.actions():
+        for tile in self._actions(analysis):
             if tile.kind != "block" or not isinstance(tile.old, int) or not isinstance(tile.new, int) or tile.old <= 0:
                 continue
             ratio = tile.new / tile.old
@@ -426,10 +476,9 @@ class SearchProposer(Proposer):
 
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],
                only: Callable[[Action], bool] | None = None) -> list[_Candidate]:
-        rejected = [set(parts) for parts in self.rejected.get(skey, ())]
         turned_down = set(self.turned_down.get(self.bottleneck or "", ()))
         out = []
-        for action in analysis.actions():
+        for action in self._actions(analysis):
             if first is not None and action.knob == first.knob:
                 continue
             if only is not None and not only(action):
@@ -438,7 +487,12 @@ class SearchProposer(Proposer):
             if f"{skey}|{key}" in self.tried_pairs:
                 continue
             parts = (action.key,) if first is None else (first.key, action.key)
-            if any(r <= set(parts) for r in rejected):  # contains every step of a rejected proposal
+            moves = moves_of(first, action)
+            change = action.change if first is None else f"{first.change}, then {action.change}"
+            refusal = self.refused.blocking(moves)  # makes every move of a change the person rejected
+            if refusal is not None:
+                if self.refused.first_time(refusal):
+                    self.on_activity(refusal.skip_text(change))
                 continue
             if turned_down.intersection(parts):  # the bottleneck's answer stands until it changes
                 continue
@@ -453,8 +507,7 @@ class SearchProposer(Proposer):
             after = analysis.assignment_after(action)
             if action.kind == "launch_order":
                 self.model.register(self._analyze(source))
-            change = action.change if first is None else f"{first.change}, then {action.change}"
-            out.append(_Candidate(key=key, parts=parts, change=change, source=source, after=after))
+            out.append(_Candidate(key=key, parts=parts, moves=moves, change=change, source=source, after=after))
         return out
 
     # --- values -----------------------------------------------------------------------------------------
@@ -510,6 +563,8 @@ class SearchProposer(Proposer):
         best = -math.inf
         for kid, cur in s2.items():
             if kid in changed or cur not in self.model.domains.get(kid, ()):
+                continue
+            if self.interpreter and self.model.kinds.get(kid) in INTERPRETER_IGNORES:
                 continue
             for v in self.model.domains[kid]:
                 if v == cur:
