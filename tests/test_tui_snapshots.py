@@ -2,7 +2,9 @@
 
 The main screen is shown at 80×24 (one pane at a time: the candidate, the charts, the trajectory),
 120×40 and 200×60 (every pane), with round 5's proposal waiting: its changes sit at the far end of long
-lines. No evaluation runs, and nothing on screen depends on the temporary path. Update with:
+lines; and its charts at 80×24 with a round 25.6× slower than best. The history at 80×24, 120×40 and
+160×50, and its help at 80×24. No evaluation runs, and nothing on screen depends on the temporary
+path. Update with:
 pytest tests/test_tui_snapshots.py --snapshot-update
 """
 
@@ -17,6 +19,7 @@ from tests.test_tui_support import (
     CANDIDATES,
     fixed_git_dates,
     fixed_workspace,
+    slow_round_workspace,
     wait_for_tables,
     wait_for_workers,
     wait_settled,
@@ -67,15 +70,43 @@ def test_main_screen_200x60(waiting_app, snap_compare):
     assert snap_compare(waiting_app, terminal_size=(200, 60), run_before=wait_settled)
 
 
+async def open_history(pilot):
+    await wait_settled(pilot)
+    await pilot.press("h")
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "data", None) is not None, 30, "history")
+    await wait_for_workers(pilot)
+    await pilot.press("down")  # the baseline, diffed against nothing earlier
+    await pilot.press("up")  # back to round 1, diffed against the baseline
+    await wait_for_workers(pilot)
+    await wait_for_tables(pilot)
+
+
 def test_history_screen(tmp_path, snap_compare):
-    async def open_history(pilot):
-        await wait_settled(pilot)
-        await pilot.press("h")
-        await wait_until(pilot, lambda: getattr(pilot.app.screen, "data", None) is not None, 30, "history")
-        await wait_for_workers(pilot)
-        await pilot.press("down")  # the baseline, diffed against nothing earlier
-        await pilot.press("up")  # back to round 1, diffed against the baseline
+    assert snap_compare(fixed_app(tmp_path), terminal_size=(160, 50), run_before=open_history)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_history_screen_keys(tmp_path, snap_compare, size):
+    """Every key in the footer (120×40); at 80×24 the filters' are left out, and the line above names them."""
+    async def every_proposal(pilot):
+        await open_history(pilot)
+        await pilot.press("v")
         await wait_for_workers(pilot)
         await wait_for_tables(pilot)
 
-    assert snap_compare(fixed_app(tmp_path), terminal_size=(160, 50), run_before=open_history)
+    assert snap_compare(fixed_app(tmp_path), terminal_size=size, run_before=every_proposal)
+
+
+def test_history_help_80x24(tmp_path, snap_compare):
+    async def history_help(pilot):
+        await open_history(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(fixed_app(tmp_path), terminal_size=(80, 24), run_before=history_help)
+
+
+def test_main_screen_80x24_charts_with_a_very_slow_round(tmp_path, snap_compare):
+    """Round 5 is 25.6× slower than best: clipped at the axis' edge with its figure; the rest stay readable."""
+    app = create_app(slow_round_workspace(tmp_path / "ws").root, device="cpu", person=ADA)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=show_pane("3"))

@@ -111,6 +111,25 @@ def waiting_workspace(path: Path, candidates: Path) -> Workspace:
     return ws
 
 
+SLOW_CHANGE = "Block size 32, one warp"
+
+
+def slow_round_workspace(path: Path) -> Workspace:
+    """The fixed workspace and a fifth round 25× slower than best (the gate's estimate: -2455%); budget spent."""
+    ws = fixed_workspace(path)
+    with fixed_git_dates():
+        replay = ReplayProposer(CANDIDATES).info
+        incumbent = ws.best.hexsha
+        c5 = ws.commit_proposal(5, (CANDIDATES / "03_block_32.py").read_text(), SLOW_CHANGE, replay)
+        ws.record_verdict(line(5, c5.hexsha, SLOW_CHANGE, "ok", False, replay,
+                               reason="not faster: -2455.0% (CI -2510.0%…-2400.0%)", latency=41.9e-3,
+                               incumbent_latency=1.64e-3, improvement=-24.55, ci_low=-25.1, ci_high=-24.0, p_value=1.0,
+                               incumbent_commit=incumbent))
+        ws.write_json("session.json", {"max_steps": 5, "proposer": {"kind": "replay", "directory": str(CANDIDATES),
+                                                                     "next": 4}, "finished": False})
+    return ws
+
+
 class RecordingReplay(ReplayProposer):
     """The replay proposer, keeping the feedback it is given."""
 

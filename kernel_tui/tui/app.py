@@ -70,9 +70,10 @@ class KernelTuiApp(WorkersMixin, App[None]):
             self.first_paint = time.perf_counter() - self.started
 
     def action_help(self) -> None:
-        from kernel_tui.tui.screens.modals import HelpScreen
+        """The help of the screen shown: its own (a screen's KEYS_HELP) where it has one, else the run's."""
+        from kernel_tui.tui.screens.modals import HELP, HelpScreen
 
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(getattr(self.screen, "KEYS_HELP", HELP)))
 
     async def action_quit(self) -> None:
         """Safe at any moment: the round in flight stops (it stays pending on disk), the workspace unlocks."""

@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from kernel_tui.tui.messages import DetailLoaded, HistoryLoaded, Restored
 from kernel_tui.tui.screens.modals import ConfirmModal
 from kernel_tui.tui.view import NA, HistoryData, VersionRow
 from kernel_tui.tui.widgets.diff import DiffText
+from kernel_tui.tui.widgets.footer import KeyFooter, Tiers
 from kernel_tui.tui.widgets.source import code_view
 
 if TYPE_CHECKING:
@@ -38,6 +39,38 @@ def restore_question(row: VersionRow) -> str:
     return question
 
 
+HISTORY_HELP = f"""\
+[b]History[/b]: the accepted lineage (git log best --first-parent, newest first) \
+or every proposal; on the right, the selected version's change, verdict and diff.
+
+[b]Keys[/b]
+  ↑ ↓      select a version
+  v        all: every proposal / back to the accepted lineage
+  s        status: every proposal of one status; each press the next
+           status, then all again
+  o        proposer: every proposal of one proposer (likewise)
+  m        mark the selected version (◆), or unmark it
+  d        diff base: the diff is against the previous version, the
+           baseline or the marked one; each press the next
+  f        source: the selected version's full source / its diff
+  r        restore the selected version as the incumbent: asks first,
+           then a new commit on best (nothing is rewritten); later
+           rounds are judged against it
+  i        profile: the selected version's profile, and what changed
+           against the diff base
+  esc / h  back to the run
+  ?        this help          q   quit
+
+[b]The table[/b]: ★ best · ◆ marked · {FIGURES_LEGEND}.
+
+Keys can be remapped by binding id: history-back, history-all, history-status, \
+history-proposer, history-mark, history-diff-base, history-source, history-restore, \
+history-profile. A narrow footer leaves some keys out; they all still work.
+"""
+# Footer keys left out below a width (they still work; ? lists every key); the line under the table names them.
+FOOTER_TIERS: Tiers = ((100, frozenset({"status_filter", "proposer_filter"})),)
+
+
 def cycle(options: list[str], current: str) -> str:
     return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
 
@@ -46,15 +79,16 @@ class HistoryScreen(Screen):
     AUTO_FOCUS = "#versions"
     BINDINGS = [
         Binding("escape,h", "back", "Back", id="history-back"),
-        Binding("v", "toggle_all", "Lineage/all", id="history-all"),
-        Binding("s", "status_filter", "Status filter", id="history-status"),
-        Binding("o", "proposer_filter", "Proposer filter", id="history-proposer"),
+        Binding("v", "toggle_all", "All", id="history-all"),
+        Binding("s", "status_filter", "Status", id="history-status"),
+        Binding("o", "proposer_filter", "Proposer", id="history-proposer"),
         Binding("m", "mark", "Mark", id="history-mark"),
-        Binding("d", "diff_base", "Diff against", id="history-diff-base"),
-        Binding("f", "toggle_source", "Source/diff", id="history-source"),
+        Binding("d", "diff_base", "Diff base", id="history-diff-base"),
+        Binding("f", "toggle_source", "Source", id="history-source"),
         Binding("r", "restore", "Restore", id="history-restore"),
         Binding("i", "profile", "Profile", id="history-profile"),
     ]
+    KEYS_HELP = HISTORY_HELP  # what ? shows on this screen
 
     def __init__(self, controller: Controller) -> None:
         super().__init__(id="history")
@@ -77,7 +111,7 @@ class HistoryScreen(Screen):
                     yield Static("", id="detail-diff")
                 yield code_view("detail-source")
         yield Static("", id="history-line")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#versions", DataTable)
@@ -86,6 +120,9 @@ class HistoryScreen(Screen):
             table.add_column(label, width=width)  # fixed: auto widths are measured late (see TrajectoryTable)
         self.query_one("#version-detail").border_title = "select a version"
         self.reload()
+
+    def on_resize(self, event) -> None:
+        self.query_one(KeyFooter).fit(event.size.width, FOOTER_TIERS)
 
     def reload(self) -> None:
         self.app.load_history(self.controller, self)  # type: ignore[attr-defined]
@@ -123,11 +160,11 @@ class HistoryScreen(Screen):
         self.describe()
 
     def describe(self) -> None:
-        what = "every proposal" if self.show_all else "accepted lineage (git log best --first-parent), newest first"
-        filters = f" · status: {self.status_filter} · proposer: {self.proposer_filter}" if self.show_all else ""
+        what = "every proposal" if self.show_all else "accepted lineage, newest first"
+        filters = f" · s status: {self.status_filter} · o proposer: {self.proposer_filter}" if self.show_all else ""
         marked = f" · marked {self.marked[:8]}" if self.marked else ""
         self.query_one("#history-line", Static).update(
-            f"{what}{filters}{marked} · diff against: {self.base} · ★ best ◆ marked\n{FIGURES_LEGEND}")
+            f"{what}{filters}{marked} · d diff against: {self.base} · ★ best ◆ marked\n{FIGURES_LEGEND}")
 
     @property
     def selected(self) -> VersionRow | None:

@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, RichLog
+from textual.widgets import Header
 
 from kernel_tui.tui.messages import (
     EvalProgress,
@@ -33,7 +33,8 @@ from kernel_tui.tui.messages import (
 )
 from kernel_tui.tui.screens.modals import EditScreen, ReasonModal, same_code
 from kernel_tui.tui.widgets.charts import ImprovementChart, LatencyChart, StatusChart
-from kernel_tui.tui.widgets.footer import KeyFooter
+from kernel_tui.tui.widgets.footer import KeyFooter, Tiers
+from kernel_tui.tui.widgets.log import LogPane
 from kernel_tui.tui.widgets.panes import PaneTabs
 from kernel_tui.tui.widgets.run import EvalBar, StatusLine, TrajectoryPane
 from kernel_tui.tui.widgets.source import BestPane, CandidatePane
@@ -48,18 +49,13 @@ PANE_GROUP = Binding.Group("Panes", compact=True)
 # Every pane fits from this size up; below it, one pane at a time.
 FULL_WIDTH, FULL_HEIGHT = 110, 34
 # Footer keys left out below a width (they still work; ? lists every key), most dispensable first.
-FOOTER_TIERS = ((150, frozenset({"edit_external", "next_round", "toggle_full", "profile"})),
-                (120, frozenset({"finalize", "report"})),
-                (100, frozenset({"toggle_auto", "history"})))
-ROOMY_WIDTH = 180  # from this width up the footer is spaced out and shows the command palette's key
+FOOTER_TIERS: Tiers = ((150, frozenset({"edit_external", "next_round", "toggle_full", "profile"})),
+                       (120, frozenset({"finalize", "report"})),
+                       (100, frozenset({"toggle_auto", "history"})))
 
 
 def fits_every_pane(width: int, height: int) -> bool:
     return width >= FULL_WIDTH and height >= FULL_HEIGHT
-
-
-def footer_left_out(width: int) -> frozenset[str]:
-    return frozenset().union(*(actions for below, actions in FOOTER_TIERS if width < below))
 
 
 def pane_binding(index: int, name: str) -> Binding:
@@ -104,7 +100,7 @@ class MainScreen(Screen):
             yield StatusChart(id="status-chart")
         with Horizontal(id="bottom", classes="pane-group"):
             yield TrajectoryPane(id="trajectory", classes="pane")
-            yield RichLog(id="log", wrap=True, markup=False, max_lines=2000, min_width=20, classes="pane")
+            yield LogPane(id="log", min_width=20, classes="pane")
         yield EvalBar(id="eval")
         yield StatusLine(id="status")
         yield KeyFooter()
@@ -143,7 +139,7 @@ class MainScreen(Screen):
 
     @on(LogLine)
     def _log(self, message: LogLine) -> None:
-        self.query_one(RichLog).write(Text(message.text, style=message.style))
+        self.query_one(LogPane).add(Text(message.text, style=message.style))
 
     @on(EvalProgress)
     def _progress(self, message: EvalProgress) -> None:
@@ -159,7 +155,7 @@ class MainScreen(Screen):
     @on(OpenFailed)
     def _open_failed(self, message: OpenFailed) -> None:
         self.app.open_error = message.error  # type: ignore[attr-defined]
-        self.query_one(RichLog).write(Text(f"cannot open: {message.error}", style="bold red"))
+        self.query_one(LogPane).add(Text(f"cannot open: {message.error}", style="bold red"))
         self.notify(message.error, title="cannot open", severity="error", timeout=15)
 
     # --- the panes: all of them, or one at a time -------------------------------------------------------
@@ -169,10 +165,7 @@ class MainScreen(Screen):
     def _layout(self, width: int, height: int) -> None:
         self.compact = not fits_every_pane(width, height)
         self.set_class(self.compact, "compact")
-        footer = self.query_one(KeyFooter)
-        footer.compact = width < ROOMY_WIDTH
-        footer.show_command_palette = width >= ROOMY_WIDTH
-        footer.leave_out(footer_left_out(width))
+        self.query_one(KeyFooter).fit(width, FOOTER_TIERS)
         self._show_pane()
         if self.compact and not self._focus_is_shown():
             self._focus_pane()

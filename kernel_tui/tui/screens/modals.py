@@ -164,11 +164,17 @@ some keys out; they all still work.
 
 
 class HelpScreen(ModalScreen[None]):
+    """A screen's keys and what they do (rich markup): the run's by default."""
+
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help-close")]
+
+    def __init__(self, text: str = HELP) -> None:
+        super().__init__()
+        self.text = text
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(HELP)
+            yield Static(self.text, id="help-text")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -5,6 +5,12 @@ bars, which stay readable however narrow the chart.
 Three quantities, kept apart as the report keeps them: each verdict's own latency (points) with the
 accepted version's record line (moves only on an accept, starts at the first one); the gate's paired
 improvement estimate per verdict (bars) against the threshold; and how many verdicts ended how.
+
+A candidate more than twice as slow would stretch an axis until every other round sits on one row (one
+25.6× slower than its incumbent is an improvement of -2458%). The axes are fitted to the other rounds,
+and such a verdict is drawn at the axis' edge: ▼ and its speed as a ratio (0.039×) at the end of a bar
+clipped there, when the gate's estimate is below -100%; ▲ and its latency, when that is more than twice
+the baseline's and every accepted version's.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ STATUS_COLOURS = {"accepted": "green", "rejected by the gate": "gray", "rejected
 NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)
 FRAME_ROWS = 4  # the title, the frame's top and bottom lines, the x tick labels
 FRAME_COLUMNS = 8  # y tick labels and the frame, for a chart of numbers
+TWICE_AS_SLOW = 2.0  # beyond this (a candidate's time over its incumbent's), a verdict is clipped at the axis
 
 
 # --- pure helpers: words and ticks -------------------------------------------------------------------
@@ -62,6 +69,8 @@ def even_axis(lo: float, hi: float, rows: int, most: int = 6) -> tuple[list[floa
         pad = abs(lo) * 0.1 or 1.0
         lo, hi = lo - pad, hi + pad
     steps = max(1, min(most - 1, (rows - 1) // 2))  # at least two rows from one tick label to the next
+    if lo < 0 < hi:
+        steps = max(steps, 2)  # one step from a multiple of it below zero never reaches above zero
     step = nice_step(hi - lo, steps + 1)
     while math.floor(lo / step + 1e-9) * step + steps * step < hi - step * 1e-9:
         step = next_nice(step)
@@ -93,6 +102,28 @@ def tick_count(cells: int, per_tick: int, most: int = 6) -> int:
     return max(2, min(most, cells // per_tick + 1))
 
 
+def title_room(width: int, label_width: int) -> int:
+    """The longest title plotext shows: it centres the title on the canvas (right of the y tick labels)
+    and drops, rather than cuts, one that would cross the plot's edge."""
+    canvas_start = label_width + 1
+    centre = canvas_start + (width - canvas_start - 1) // 2
+    return max(0, min(2 * (width - centre), 2 * centre + 1))
+
+
+def speed_ratio(improvement: float) -> float:
+    """The incumbent's time over the candidate's (improvement = 1 - candidate / incumbent): -2458% is 0.039×."""
+    return 1 / (1 - improvement)
+
+
+def ratio_label(improvement: float) -> str:
+    return f"{speed_ratio(improvement):.2g}×"
+
+
+def off_scale(improvement: float) -> bool:
+    """More than twice as slow as its incumbent: drawn clipped, so that it does not squash the other rounds."""
+    return speed_ratio(improvement) < 1 / TWICE_AS_SLOW
+
+
 # --- the charts ----------------------------------------------------------------------------------------
 
 class Keyed(Widget):
@@ -116,16 +147,25 @@ class Keyed(Widget):
 class Chart(Keyed, PlotextPlot):
     DEFAULT_CSS = "Chart { height: 1fr; width: 1fr; }"
 
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.titles: tuple[str, ...] = ()
+        self.label_width = 0  # of the y tick labels: the title is centred on the canvas right of them
+
     def render(self) -> RenderResult:
         self.plt.clear_figure()
+        self.titles, self.label_width = (), 0
         self.plot()
+        if self.titles:  # once the tick labels are known: a title too long for the room left is not drawn
+            self.plt.title(fit(self.titles, title_room(self.size.width, self.label_width)))
         return super().render()
 
     def plot(self) -> None:
         raise NotImplementedError
 
     def title(self, *variants: str) -> None:
-        self.plt.title(fit(variants, self.size.width - 2))
+        """Longest first: the longest that fits is shown."""
+        self.titles = variants
 
     def _rounds_axis(self) -> None:
         rounds = list(self.data.rounds)
@@ -136,11 +176,18 @@ class Chart(Keyed, PlotextPlot):
         self.plt.xticks([float(t) for t in ticks], [str(t) for t in ticks])
         self.plt.xlim(min(rounds) - 0.5, max(rounds) + 0.5)
 
-    def _value_axis(self, values: list[float]) -> None:
-        """Round y ticks over the values, evenly spaced on screen."""
+    def _value_axis(self, values: list[float]) -> tuple[float, float]:
+        """Round y ticks over the values, evenly spaced on screen; the axis' limits."""
         ticks, limits = even_axis(min(values), max(values), self.size.height - FRAME_ROWS)
-        self.plt.yticks(ticks, tick_labels(ticks))
+        labels = tick_labels(ticks)
+        self.plt.yticks(ticks, labels)
         self.plt.ylim(*limits)
+        self.label_width = max(len(label) for label in labels)
+        return limits
+
+    def _clipped(self, x: float, y: float, label: str, colour: str) -> None:
+        """A verdict off the scale, at the axis' edge: the label (▼ or ▲ and its figure) is its mark."""
+        self.plt.text(label, x, y, color=colour, alignment="center")
 
 
 def _scale(values: list[float]) -> tuple[float, str]:
@@ -155,8 +202,12 @@ class LatencyChart(Chart):
 
     def plot(self) -> None:
         d, plt = self.data, self.plt
-        known = [v for v in d.latencies if v is not None] + [v for v in d.record if math.isfinite(v)]
-        scale, unit = _scale(known + ([d.baseline] if d.baseline else []))
+        reference = max([v for v in d.record if math.isfinite(v)] + ([d.baseline] if d.baseline else []), default=None)
+        clipped = {r for r, v in zip(d.rounds, d.latencies)
+                   if v is not None and reference is not None and v > TWICE_AS_SLOW * reference}
+        known = [v for r, v in zip(d.rounds, d.latencies) if v is not None and r not in clipped]
+        known += [v for v in d.record if math.isfinite(v)] + ([d.baseline] if d.baseline else [])
+        scale, unit = _scale(known)
         where = " · CPU interpreter" if d.interpreter else ""
         self.title(f"latency per verdict ({unit}){where}", f"latency per verdict ({unit})", f"latency ({unit})")
         if not d.rounds:
@@ -165,11 +216,15 @@ class LatencyChart(Chart):
         if d.baseline:
             plt.hline(d.baseline * scale, "gray")
         for accepted, marker, colour in ((False, "o", "gray"), (True, "*", "green")):
-            pts = [(r, v * scale) for r, v, a in zip(d.rounds, d.latencies, d.accepted) if v is not None and a == accepted]
+            pts = [(r, v * scale) for r, v, a in zip(d.rounds, d.latencies, d.accepted)
+                   if v is not None and a == accepted and r not in clipped]
             if pts:
                 plt.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=colour)
         if known:
-            self._value_axis([v * scale for v in known + ([d.baseline] if d.baseline else [])])
+            top = self._value_axis([v * scale for v in known])[1]
+            for r, v, a in zip(d.rounds, d.latencies, d.accepted):
+                if r in clipped and v is not None:
+                    self._clipped(r, top, f"▲{v * scale:.3g}", "green" if a else "gray")
         self._rounds_axis()
 
     def _record_line(self, scale: float) -> None:
@@ -205,16 +260,22 @@ class ImprovementChart(Chart):
             self.title("paired improvement %", "improvement %")
         if not d.rounds:
             return
+        bars = [(r, v, a) for r, v, a in zip(d.rounds, d.improvements, d.accepted) if v is not None]
         shown = [0.0] + ([d.threshold * 100] if d.threshold is not None else [])
+        shown += [v * 100 for _, v, _ in bars if not off_scale(v)]
+        if any(off_scale(v) for _, v, _ in bars):  # room below zero: a clipped bar is at least the longest one
+            shown.append(-max(abs(v) for v in shown) or -1.0)
+        bottom = self._value_axis(shown)[0]
         for accepted, colour in ((True, "green"), (False, "gray")):
-            pts = [(r, v * 100) for r, v, a in zip(d.rounds, d.improvements, d.accepted) if v is not None and a == accepted]
+            pts = [(r, bottom if off_scale(v) else v * 100) for r, v, a in bars if a == accepted]
             if pts:
                 plt.bar([p[0] for p in pts], [p[1] for p in pts], color=colour, width=0.4)
-                shown += [p[1] for p in pts]
         if d.threshold is not None:
             plt.hline(d.threshold * 100, "red")
         plt.hline(0.0, "gray")
-        self._value_axis(shown)
+        for r, v, _ in bars:
+            if off_scale(v):
+                self._clipped(r, bottom, f"▼{ratio_label(v)}", "red")
         self._rounds_axis()
 
 
