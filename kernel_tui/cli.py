@@ -331,8 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "else llm if a model is configured, else search")
     p.add_argument("--candidates", help="directory of *.py candidates for --proposer replay (name order)")
     p.add_argument("--max-steps", type=int,
-                   help="rounds in this workspace's budget (default: the task's max_rounds; on resume, the "
-                        "workspace's)")
+                   help="the workspace's total budget of rounds, rounds already run included: on resume "
+                        "--max-steps 6 after 4 rounds runs 2 more (default: the task's max_rounds; on resume, the "
+                        "workspace's budget)")
     p.add_argument("--workspace", help="where to create the workspace (default workspaces/<task>-<time>)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="where candidates run (default: auto, the GPU if there is one); cpu = Triton's "

@@ -218,3 +218,13 @@ def test_a_committed_unjudged_round_is_judged_on_resume_even_with_a_smaller_budg
     assert line is not None and line.round == 2 and line.commit == commit.hexsha
     assert ws.pending() == [] and resumed.step() is None
     assert [v.status for v in all_proposals(ws)] == ["rejected_by_person", "rejected_by_person"]
+
+
+def test_the_budget_line_says_max_steps_is_a_total_and_how_to_ask_for_more():
+    from kernel_tui.core.session import budget_note
+
+    assert budget_note(4, 0, None, None) == "budget: 4 rounds in total for this workspace, 0 run, 4 to go"
+    cut = budget_note(1, 2, 4, 1)  # resumed with --max-steps 1 after 2 of 4 rounds
+    assert cut.startswith("budget: 1 rounds in total for this workspace, 2 run, 0 to go")
+    assert "replaced the budget of 4" in cut and "--max-steps 2+K" in cut and "\n" not in cut
+    assert "replaced" not in budget_note(4, 2, 4, 4)

@@ -85,6 +85,8 @@ class Session:
         state = SessionState.model_validate(saved) if saved else None
         total = max_steps or (state.max_steps if state else workspace.task.spec.optimization.max_rounds)
         self.state = SessionState(max_steps=total, proposer=state.proposer if state else {})
+        self.budget_note = budget_note(total, len(workspace.trajectory()), state.max_steps if state else None,
+                                       max_steps)
         if self.state.proposer:
             self.proposer.restore(self.state.proposer)
         self._current_round = 0
@@ -242,6 +244,7 @@ class Session:
         ctx = ProposerContext(
             round=round_no, best_source=best_source, baseline_source=self.ws.task.baseline_source,
             history=self.ws.trajectory(), baseline_language=self.ws.task.spec.baseline.language,
+            device="cuda" if self.evaluator.device == "cuda" else "cpu",
             bottleneck=self._bottleneck(),
         )
         proposal = self.proposer.propose(ctx)
@@ -395,6 +398,7 @@ class Session:
         that stays when idle waits there instead (the person may write a candidate or run the final
         comparison) until it is cancelled, and returns None."""
         control = control or RunControl(cancel=self.cancel)
+        self._log(self.budget_note)
         with control.engine:
             for text in self.ws.reconcile():
                 self._log(f"repaired after a stop: {text}")
@@ -464,3 +468,12 @@ class Session:
                                     f"of {summary.rounds}; {comparison.reason}"))
         return summary
 
+
+def budget_note(total: int, used: int, saved: int | None, given: int | None) -> str:
+    """One line on the budget as a run starts: --max-steps is the workspace's total of rounds, not more rounds
+    on resume (a budget of 4 cut to 1 by `--max-steps 1` on resume surprised a user)."""
+    line = f"budget: {total} rounds in total for this workspace, {used} run, {max(0, total - used)} to go"
+    if given is not None and saved is not None and given != saved:
+        line += (f" (--max-steps {given} replaced the budget of {saved}; it is the total, rounds already run "
+                 f"count: for K more rounds pass --max-steps {used}+K)")
+    return line
