@@ -473,7 +473,7 @@ def test_every_tool_is_named_where_the_agent_is_told_how_to_work(workspace):
 
 
 def test_the_agent_reads_a_restored_incumbents_latency(workspace):
-    from kernel_tui.core.proposers import llm_tools
+    from kernel_tui.core.proposers import facts, llm_tools
     from kernel_tui.core.records import ProposerInfo
 
     ws, ev = workspace
@@ -484,7 +484,7 @@ def test_the_agent_reads_a_restored_incumbents_latency(workspace):
     ws.accept(c1)
     ws.restore(ws.baseline.hexsha, ProposerInfo(kind="person", name="Ada"))
     ws.restore(c1.hexsha, ProposerInfo(kind="person", name="Ada"))  # round 1 again, as a new commit
-    assert llm_tools.best_latency(ws) == 8e-6
+    assert facts.best_latency(ws) == 8e-6
     text = llm_tools.read_best(ws)
     assert "(round 1, restored from" in text and "median latency: 8e-06 s" in text
 

@@ -24,8 +24,10 @@ from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.records import ProposerInfo
 from kernel_tui.core.suite import report as suite_report
+from kernel_tui.core.suite import run as suite_run
 from kernel_tui.core.suite.command import add_parser
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
+from kernel_tui.core.suite.run import run_suite
 from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options
 from kernel_tui.core.suite.score import (
     bootstrap_interval,
@@ -91,7 +93,7 @@ def ran(tmp_path_factory):
         if isinstance(e, ev.ProposalEvent):
             cancel.set()
 
-    stopped = SuiteRunner(opts, cancel=cancel, on_event=stop_at_first_proposal).run()
+    stopped = run_suite(opts, cancel=cancel, on_event=stop_at_first_proposal)
     ws_path = opts.out / "workspaces" / GOOD
     ws = Workspace.open(ws_path)
     pending = [(r, c.hexsha) for r, c in ws.pending()]
@@ -99,12 +101,12 @@ def ran(tmp_path_factory):
                   if (opts.out / "results").exists() else [], "suite_json": (opts.out / "suite.json").exists()}
 
     lines: list[str] = []
-    suite = SuiteRunner(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}")).run()
+    suite = run_suite(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}"))
     recorded = {p.name: p.read_text() for p in (opts.out / "results").glob("*.json")}
     trajectories = {t: (opts.out / "workspaces" / t / "trajectory.jsonl").read_text() for t in (GOOD, BAD)}
 
     again_lines: list[str] = []
-    again = SuiteRunner(opts, on_event=lambda task, e: again_lines.append(f"{task}: {e.text}")).run()
+    again = run_suite(opts, on_event=lambda task, e: again_lines.append(f"{task}: {e.text}"))
     return dict(opts=opts, after_stop=after_stop, suite=suite, lines=lines, recorded=recorded,
                 trajectories=trajectories, again=again, again_lines=again_lines)
 
@@ -502,7 +504,7 @@ def test_a_failure_on_a_gpu_that_then_fails_its_health_check_is_not_the_kernels_
 
     runner.run_task = run_task  # type: ignore[method-assign]
     runner.health_check = lambda gpu: "GPU 0 failed a tiny CUDA op: Xid 79"  # type: ignore[method-assign]
-    got = runner._run_tasks(sorted(tasks.iterdir()))
+    got = runner.run_sequential(sorted(tasks.iterdir()))
     assert ran == ["a"] and got is not None and [r.task for r in got] == ["a", "b"]
     assert all(not r.complete for r in got)  # both run again by a later suite, nothing charged to a kernel
     assert "Xid 79" in got[0].reason and got[1].reason.startswith("not run: GPU 0 failed")
@@ -604,7 +606,7 @@ def test_the_command_exits_non_zero_when_no_task_could_be_scored(tmp_path, monke
 
     failed = [result(t, None, solved=False).model_copy(update={"reason": "no candidate was proposed: x"})
               for t in (GOOD, BAD)]
-    monkeypatch.setattr(SuiteRunner, "run", lambda self: suite_of(tmp_path, failed))
+    monkeypatch.setattr(suite_run, "run_suite", lambda options, **kw: suite_of(tmp_path, failed))
     assert main(command_args(tmp_path)) == 1  # the CLI's EXIT_FAILED
     printed = capsys.readouterr().out.splitlines()
     assert "suite done: 0 of 2 tasks correct" in printed
@@ -622,7 +624,7 @@ def test_the_command_summary_says_how_many_correct_tasks_scored_a_gate_rejected_
 
     rejected = result(GOOD, score(0.0096, 0.009)).model_copy(update={"best_is_baseline": True, "scored_round": 3})
     tasks = [rejected, result(BAD, None, solved=False)]
-    monkeypatch.setattr(SuiteRunner, "run", lambda self: suite_of(tmp_path, tasks))
+    monkeypatch.setattr(suite_run, "run_suite", lambda options, **kw: suite_of(tmp_path, tasks))
     assert main(command_args(tmp_path)) == EXIT_OK
     printed = capsys.readouterr().out
     assert ("suite done: 1 of 2 tasks correct (1 not faster than eager through the gate: the fastest correct "

@@ -17,6 +17,7 @@ import pytest
 from kernel_tui.core import events as ev
 from kernel_tui.core.suite.distributed import PROBE, _collect, unreachable
 from kernel_tui.core.suite.models import SuiteResult, TaskResult
+from kernel_tui.core.suite.run import run_suite
 from kernel_tui.core.suite.runner import SuiteError, SuiteRunner, check_options, make_pool
 from kernel_tui.core.workspace import Workspace
 from tests.test_suite import BAD, GOOD, make_suite, options
@@ -51,11 +52,11 @@ def counts(suite: SuiteResult) -> list[tuple]:
 def suites(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
     tasks, cands = make_suite(root)
-    sequential = SuiteRunner(options(root, tasks, cands, out=root / "sequential")).run()
+    sequential = run_suite(options(root, tasks, cands, out=root / "sequential"))
 
     opts = options(root, tasks, cands, out=root / "parallel", gpus="2")
     cancel = threading.Event()
-    stopped = SuiteRunner(opts, cancel=cancel, on_event=lambda task, e: isinstance(e, ev.ProposalEvent) and cancel.set()).run()
+    stopped = run_suite(opts, cancel=cancel, on_event=lambda task, e: isinstance(e, ev.ProposalEvent) and cancel.set())
     pending = {t: len(Workspace.open(opts.out / "workspaces" / t).pending()) for t in (GOOD, BAD)
                if Workspace.is_workspace(opts.out / "workspaces" / t)}
     lines: list[str] = []
@@ -65,7 +66,7 @@ def suites(tmp_path_factory):
         with lock:
             lines.append(f"{task}: {e.text}")
 
-    resumed = SuiteRunner(opts, on_event=record).run()
+    resumed = run_suite(opts, on_event=record)
     return dict(sequential=sequential, stopped=stopped, pending=pending, resumed=resumed, lines=lines, opts=opts,
                 root=root, tasks=tasks, cands=cands)
 
@@ -100,7 +101,7 @@ def test_a_dask_cluster_runs_the_same_suite(suites):
                       dashboard_address=None, silence_logs=logging.ERROR, memory_limit=0) as cluster:
         lines: list[str] = []
         opts = options(root, suites["tasks"], suites["cands"], out=root / "dask", scheduler=cluster.scheduler_address)
-        suite = SuiteRunner(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}")).run()
+        suite = run_suite(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}"))
     assert suite is not None
     assert [t.task for t in suite.tasks] == [GOOD, BAD]
     assert verdicts(suite) == verdicts(suites["sequential"]), reasons(suite, suites["sequential"])

@@ -353,7 +353,12 @@ class Judge:
                                probe=self.sides.get("probe"), signals=signals, secret=self.req.secret,
                                calibration=self.calibration)
             try:
-                blocks.append(timer.run())
+                if self.req.device == "cuda":
+                    from kernel_tui.core.evaluator.timing_gpu import GpuWindows
+
+                    blocks.append(GpuWindows(timer).run())
+                else:
+                    blocks.append(timer.run_interpreter())
             except TaskFault as exc:
                 return self.result(Status.invalid_task, f"during timing{at}: {exc}")
             except CandidateFault as fault:  # an evaluator_fault here is a busy GPU: no memory plan cures it

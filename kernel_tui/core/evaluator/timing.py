@@ -127,12 +127,6 @@ class BlockTimer:
             raise CandidateFault("invalid_task", f"the incumbent failed a timed call: {fault.reason}") from None
         self.checked += role == "candidate"
 
-    def run(self) -> TimingBlock:
-        if self.device == "cpu":
-            return self._run_interpreter()
-        from kernel_tui.core.evaluator.timing_gpu import GpuWindows
-
-        return GpuWindows(self).run()
 
     def samples(self, one: Callable[[str, int], float]) -> tuple[list[float], list[float], list[str]]:
         orders = abba_orders(self.plan.pairs, self.seed)
@@ -150,7 +144,9 @@ class BlockTimer:
         return Command(op="call", calls=[self.shared.call(s)], shape=self.shape.name, **kw)
 
     # --- CPU interpreter ------------------------------------------------------------------------------------
-    def _run_interpreter(self) -> TimingBlock:
+    def run_interpreter(self) -> TimingBlock:
+        """The block on the CPU interpreter: one call per sample, timed until the side is stopped (a GPU's
+        windows are timing_gpu.GpuWindows, over the same timer)."""
         n_sets = max(1, min(INTERPRETER_SETS, self.memory.max_sets))
         self._build(n_sets)
         for role in ROLES:  # warm-up: the interpreter's own first-call costs

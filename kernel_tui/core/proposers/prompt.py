@@ -9,6 +9,7 @@ from __future__ import annotations
 from kernel_tui.core import policy
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import ProposerContext
+from kernel_tui.core.proposers.facts import environment_facts
 from kernel_tui.core.task import InputDistribution, Task, TensorSpec
 from kernel_tui.core.workspace import Workspace
 from kernel_tui.format import duration
@@ -186,8 +187,6 @@ def _policy() -> str:
 
 
 def system_prompt(ws: Workspace, evaluator: Evaluator, *, max_steps: int) -> str:
-    from kernel_tui.core.proposers.llm_tools import environment_facts
-
     task = ws.task
     spec = task.spec
     facts = environment_facts(ws, evaluator)

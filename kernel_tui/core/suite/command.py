@@ -87,7 +87,8 @@ class _Printer:
 def main(args) -> int:
     from kernel_tui.core import environment
     from kernel_tui.core.suite.models import FLAG_SPEEDUP
-    from kernel_tui.core.suite.runner import SuiteOptions, SuiteRunner, check_options
+    from kernel_tui.core.suite.run import run_suite
+    from kernel_tui.core.suite.runner import SuiteOptions, check_options
 
     if args.max_steps < 1:
         raise KernelTuiError("--max-steps must be at least 1")
@@ -114,7 +115,7 @@ def main(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        suite = SuiteRunner(options, cancel=cancel, on_event=_Printer()).run()
+        suite = run_suite(options, cancel=cancel, on_event=_Printer())
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernel_tui.core.events import Event, LogEvent, ProgressEvent
+from kernel_tui.core.gpus import DeviceFault, GpuPool, describe, gpu_of
 from kernel_tui.core.suite.models import TaskResult
 from kernel_tui.core.suite.runner import OnEvent, SuiteError, SuiteOptions, SuiteRunner, device_suspect
 from kernel_tui.core.suite.score import one_line
@@ -166,6 +167,37 @@ def unreachable(out: str, tasks_dir: str, candidates: str | None, probe: str = "
     return ""
 
 
+def run_parallel(runner: SuiteRunner, tasks: list[Path], pool: GpuPool) -> list[TaskResult] | None:
+    """One task per device at a time, each in a child process (git and pyplot keep process-wide state:
+    the working directory, the figure registry). A task that ends unfinished on a device that then fails
+    its health check runs again on another device (its workspace resumes); that device leaves the pool."""
+    runner._say("suite", f"{len(tasks)} tasks in parallel on {', '.join(describe(d) for d in pool.devices)}")
+
+    def on_device(job: tuple[int, Path], device: str) -> TaskResult | None:
+        index, task_dir = job
+        if runner.cancel.is_set():
+            return None
+        runner._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name} on {describe(device)}")
+        result = run_in_child(runner, TaskJob.of(runner.options, task_dir.name, gpu=gpu_of(device)), describe(device))
+        if result is not None and device_suspect(result) and (fault := pool.check(device)) is not None:
+            runner._say(task_dir.name, f"{describe(device)} leaves the pool: {fault}; the task runs again elsewhere")
+            raise DeviceFault(fault)
+        return None if result is None else runner.ended(result, device)
+
+    outcomes = pool.run(list(enumerate(tasks, start=1)), on_device)
+    if runner.cancel.is_set() or any(o.ok and o.value is None for o in outcomes):
+        return None
+    results = []
+    for task_dir, outcome in zip(tasks, outcomes):
+        if outcome.value is not None:
+            results.append(outcome.value)
+            continue
+        where = f"on {describe(outcome.device)}: " if outcome.device else ""
+        failed = runner._record(runner._failed(task_dir.name, one_line(f"{where}{outcome.error}")))
+        results.append(runner.ended(failed))
+    return results
+
+
 def run_on_cluster(runner: SuiteRunner, tasks: list[Path]) -> list[TaskResult] | None:
     """Every task on a worker of the scheduler, the results in task order; None when stopped."""
     from distributed import Client
@@ -255,7 +287,7 @@ def run_remote(job_json: str, position: str, topic: str, stop_name: str) -> str:
     from distributed import Event as StopEvent
     from distributed import get_worker
 
-    from kernel_tui.core.gpus import DeviceFault, cuda_health
+    from kernel_tui.core.gpus import cuda_health
 
     job = TaskJob.model_validate_json(job_json)
     worker = get_worker()

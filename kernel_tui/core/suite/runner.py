@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.events import Event, LogEvent
-from kernel_tui.core.gpus import GpuError, GpuPool, cuda_health, describe, gpu_of, parse_count
+from kernel_tui.core.gpus import GpuError, GpuPool, cuda_health, describe, parse_count
 from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
 from kernel_tui.core.workspace import write_durably
@@ -118,7 +118,7 @@ def check_options(options: SuiteOptions) -> list[Path]:
     return tasks
 
 
-class _OutLock:
+class OutLock:
     """One suite per output folder at a time."""
 
     def __init__(self, out: Path) -> None:
@@ -165,32 +165,18 @@ class SuiteRunner:
     def workspace_path(self, task: str) -> Path:
         return self.options.out / "workspaces" / task
 
-    # --- the whole suite --------------------------------------------------------------------------
-    def run(self) -> SuiteResult | None:
-        """Every task, then suite.json and the report; None when stopped (everything done so far is kept)."""
-        tasks = check_options(self.options)
-        lock = _OutLock(self.options.out)
-        try:
-            results = self._run_tasks(tasks)
-            if results is None:
-                return None
-            suite = self._suite(results)
-            write_durably(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
-            from kernel_tui.core.suite.report import write_suite_report
+    # --- the whole suite (suite/run.py chooses where the tasks run) ------------------------------------
+    def finish(self, results: list[TaskResult]) -> SuiteResult:
+        """suite.json and the report from every task's result."""
+        suite = self._suite(results)
+        write_durably(self.options.out / "suite.json", suite.model_dump_json(indent=2) + "\n")
+        from kernel_tui.core.suite.report import write_suite_report
 
-            write_suite_report(suite, self.options.out)
-            return suite
-        finally:
-            lock.release()
+        write_suite_report(suite, self.options.out)
+        return suite
 
-    def _run_tasks(self, tasks: list[Path]) -> list[TaskResult] | None:
-        """Every task's result in task order; None when stopped."""
-        if self.options.scheduler is not None:
-            from kernel_tui.core.suite.distributed import run_on_cluster
-
-            return run_on_cluster(self, tasks)
-        if self.options.gpus is not None:
-            return self._run_parallel(tasks, make_pool(self.options))
+    def run_sequential(self, tasks: list[Path]) -> list[TaskResult] | None:
+        """Every task in this process, one after another, in task order; None when stopped."""
         results: list[TaskResult] = []
         fault: str | None = None
         for index, task_dir in enumerate(tasks, start=1):
@@ -210,39 +196,6 @@ class SuiteRunner:
                 self._say("suite", f"the GPU failed its health check: {fault}")
                 result = self._record(self._failed(task_dir.name, fault))
             results.append(self.ended(result))
-        return results
-
-    def _run_parallel(self, tasks: list[Path], pool: GpuPool) -> list[TaskResult] | None:
-        """One task per device at a time, each in a child process (git and pyplot keep process-wide state:
-        the working directory, the figure registry). A task that ends unfinished on a device that then fails
-        its health check runs again on another device (its workspace resumes); that device leaves the pool."""
-        from kernel_tui.core.gpus import DeviceFault
-        from kernel_tui.core.suite.distributed import TaskJob, run_in_child
-
-        self._say("suite", f"{len(tasks)} tasks in parallel on {', '.join(describe(d) for d in pool.devices)}")
-
-        def on_device(job: tuple[int, Path], device: str) -> TaskResult | None:
-            index, task_dir = job
-            if self.cancel.is_set():
-                return None
-            self._say(task_dir.name, f"task {index}/{len(tasks)}: {task_dir.name} on {describe(device)}")
-            result = run_in_child(self, TaskJob.of(self.options, task_dir.name, gpu=gpu_of(device)), describe(device))
-            if result is not None and device_suspect(result) and (fault := pool.check(device)) is not None:
-                self._say(task_dir.name, f"{describe(device)} leaves the pool: {fault}; the task runs again elsewhere")
-                raise DeviceFault(fault)
-            return None if result is None else self.ended(result, device)
-
-        outcomes = pool.run(list(enumerate(tasks, start=1)), on_device)
-        if self.cancel.is_set() or any(o.ok and o.value is None for o in outcomes):
-            return None
-        results = []
-        for task_dir, outcome in zip(tasks, outcomes):
-            if outcome.value is not None:
-                results.append(outcome.value)
-                continue
-            where = f"on {describe(outcome.device)}: " if outcome.device else ""
-            failed = self._record(self._failed(task_dir.name, one_line(f"{where}{outcome.error}")))
-            results.append(self.ended(failed))
         return results
 
     def ended(self, result: TaskResult, device: str | None = None) -> TaskResult:
