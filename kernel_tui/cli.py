@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -196,9 +197,22 @@ def cmd_run(args) -> int:
     if not args.headless:
         from kernel_tui.tui.app import run_tui
 
-        return run_tui(target, device=args.device, proposer=args.proposer, candidates=candidates,
-                       max_steps=args.max_steps, workspace=workspace, gpus=args.gpus)
+        closed = run_tui(target, device=args.device, proposer=args.proposer, candidates=candidates,
+                         max_steps=args.max_steps, workspace=workspace, gpus=args.gpus)
+        if closed.workspace is not None:  # the screen is gone: say how to come back to where it was
+            print(resume_line(closed.workspace))
+        return closed.code
     return headless.run(args)
+
+
+def resume_line(workspace: Path) -> str:
+    """`resume with: kernel-tui WORKSPACE`, the path as short as it can be typed from here."""
+    path = workspace.absolute()
+    try:
+        path = path.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return f"resume with: kernel-tui {shlex.quote(str(path))}"
 
 
 def cmd_history(args) -> int:

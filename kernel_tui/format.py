@@ -35,11 +35,26 @@ def latency(seconds: float | None, missing: str = NA) -> str:
 def percent(fraction: float | None, missing: str = NA, digits: int = 2, signed: bool = True) -> str:
     """A fraction as a percentage, "+3.20%" (signed: an improvement) or "21.0%" (a share).
 
+    An improvement below -100% (a candidate more than twice as slow as what it was measured against) is
+    shown as its speed ratio instead: "-6251%" says little, "0.016×" says it ran at 1/63 of the speed.
     NaN has no value either; an infinite fraction is shown ("-inf%"), since a bound can be unbounded.
     """
     if fraction is None or math.isnan(fraction):
         return missing
+    if signed and math.isfinite(fraction) and fraction < -1.0:
+        return speed_ratio_text(fraction)
     return f"{fraction:{'+' if signed else ''}.{digits}%}"
+
+
+def speed_ratio(improvement: float) -> float:
+    """The other side's time over this one's (improvement = 1 - time / other's time): -6251% is 0.016."""
+    return 1 / (1 - improvement)
+
+
+def speed_ratio_text(improvement: float) -> str:
+    """An improvement as a speed ratio, two significant digits: -6251% is "0.016×", -150% is "0.40×", +50% "2×"."""
+    ratio = speed_ratio(improvement)
+    return f"{ratio:#.2g}×" if ratio < 1 else f"{ratio:.2g}×"  # "#": 0.040, not 0.04, beside 0.038
 
 
 def shape_figures(figures: list, missing: str = NA) -> str:

@@ -121,7 +121,7 @@ def test_the_table_shows_a_peak_mem_column_only_when_a_row_has_a_peak():
             await pilot.pause()
             headers, body = cells(table)
             at = headers.index("peak mem")
-            assert headers[at - 1] == "latency"
+            assert headers[at - 2:at] == ["latency", "incumbent"]  # the candidate's beside its incumbent's
             assert [r[at] for r in body] == ["36.00 GiB", NA]
             assert [r[1] for r in body] == ["rejected by the gate"] * 2  # the verdict column is still styled in place
             await pilot.press("up")  # the first row: its peak in the detail line
@@ -130,7 +130,7 @@ def test_the_table_shows_a_peak_mem_column_only_when_a_row_has_a_peak():
             pane.show(without)
             await pilot.pause()
             headers, _ = cells(table)
-            assert "peak mem" not in headers and headers[3:5] == ["latency", "vs incumbent"]
+            assert "peak mem" not in headers and headers[3:6] == ["latency", "incumbent", "vs incumbent"]
             assert "peak" not in rendered(app.query_one("#trajectory-detail"))
 
     run(scenario())

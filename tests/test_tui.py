@@ -287,11 +287,16 @@ def test_history_restore_adds_a_commit_on_best(tmp_path):
             assert screen.base == "marked" and "marked" in screen.query_one("#version-detail").border_title
             await pilot.press("down", "r")
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.data is not None and screen.data.best != before, 30, "restore")
-            assert [r.status for r in screen.shown][:2] == ["restored", "accepted"]
-            await pilot.press("escape")
+            # back to the run, where the best pane shows the restored version
+            await wait_until(pilot, lambda: app.screen is app.main_screen, 30, "restore")
+            best = git.Repo(ws.root).commit("best").hexsha
+            assert best != before
             await wait_until(pilot, lambda: app.main_screen.query_one("#best").border_title.startswith(
-                f"best {screen.data.best[:8]}"), 10, "the best pane")
+                f"best {best[:8]}"), 10, "the best pane")
+            await pilot.press("h")
+            screen = app.screen
+            await wait_until(pilot, lambda: screen.data is not None, 30, "history")
+            assert [r.status for r in screen.shown][:2] == ["restored", "accepted"]
             await pilot.press("q")
 
     run(scenario())
@@ -529,7 +534,9 @@ def test_diff_marks_the_changed_part_of_a_line_and_folds_long_lines():
     console.print(DiffText(f"-{old}\n+{new}\n"))
     rows = console.export_text().splitlines()
     assert all(len(r) <= 30 for r in rows) and any("num_warps=8" in r for r in rows)
-    assert all(r.startswith("       ") for r in rows[1:3])  # continuation rows are indented under the code
+    # continuation rows carry their line's marker, and ↪ ends their indent under the code
+    assert all(r.startswith("-    ↪ ") for r in rows[1:3]), rows
+    assert all(r[:1] in "+-" for r in rows), rows  # every row reads as a diff row
 
 
 def test_trajectory_shows_the_change_and_whole_verdicts_and_the_selected_row_in_full(tmp_path):

@@ -6,10 +6,12 @@ created, so bad input is one line and leaves no half-made workspace behind.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from kernel_tui.core.errors import KernelTuiError
 
@@ -35,6 +37,57 @@ def _is_workspace(target: Path, workspace: Path | None) -> bool:
     if not (target / "task.json").exists():
         raise KernelTuiError(f"{target}: neither a task directory (task.json) nor a workspace")
     return False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A workspace to resume or a task directory to start one from, as `kernel-tui` alone offers them."""
+
+    path: Path
+    kind: Literal["workspace", "task"]
+    where: str  # the path as typed from the folder listed: "workspaces/vector_add-20261202-0930", "fixtures/softmax"
+    detail: str  # a workspace's verdict count ("4 verdicts"), a task's description
+
+
+def choices(root: Path) -> list[Choice]:
+    """What `kernel-tui` with no argument offers in `root`: the workspaces in workspaces/ and in root itself
+    (newest first), then the task directories (holding task.json) in fixtures/, in root (where `kernel-tui
+    import` puts them) and root itself. Nothing is opened or locked: a workspace in use is refused when chosen."""
+    from kernel_tui.core.workspace import Workspace
+
+    folders = [root, *_children(root), *_children(root / "workspaces"), *_children(root / "fixtures")]
+    workspaces = [f for f in folders if Workspace.is_workspace(f)]
+    tasks = sorted((f for f in folders if f not in workspaces and (f / "task.json").is_file()), key=lambda f: _where(f, root))
+    out = [Choice(f, "workspace", _where(f, root), _verdicts(f))
+           for f in sorted(workspaces, key=lambda f: f.stat().st_mtime, reverse=True)]
+    return out + [Choice(f, "task", _where(f, root), _description(f)) for f in tasks]
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")] if folder.is_dir() else []
+    except OSError:
+        return []
+
+
+def _where(folder: Path, root: Path) -> str:
+    return "." if folder == root else folder.relative_to(root).as_posix()
+
+
+def _verdicts(workspace: Path) -> str:
+    try:
+        n = len((workspace / "trajectory.jsonl").read_text(encoding="utf-8").splitlines())
+    except OSError:
+        n = 0
+    return f"{n} verdict{'' if n == 1 else 's'}"
+
+
+def _description(task: Path) -> str:
+    try:
+        data = json.loads((task / "task.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "(unreadable task.json)"
+    return str(data.get("description", "")) if isinstance(data, dict) else "(unreadable task.json)"
 
 
 def check_target(target: Path, workspace: Path | None) -> Workspace | None:

@@ -84,9 +84,15 @@ def person_identity(name: str | None = None, email: str | None = None) -> Propos
     return ProposerInfo(kind="person", name=str(name or "person"), email=str(email or "person@localhost"))
 
 
-def _message(change: str, trailers: dict[str, str]) -> str:
+# The trailers of a restore commit: the version it copies, the last round judged when it was made (where
+# the report and the record line place it), and, for a chosen start (core.history.start_from), the round.
+RESTORED_FROM, AFTER_ROUND, CHOSEN_START = "Restored-from", "After-round", "Chosen-start"
+
+
+def _message(change: str, trailers: dict[str, str], body: str = "") -> str:
     subject = change.strip() or "(no description)"
-    lines = [subject, ""] + [f"{k}: {v}" for k, v in trailers.items() if v]
+    text = " ".join(body.split())  # one paragraph: a trailer line is read back as "Key: value" from the end
+    lines = [subject, ""] + ([text, ""] if text else []) + [f"{k}: {v}" for k, v in trailers.items() if v]
     return "\n".join(lines) + "\n"
 
 
@@ -338,12 +344,17 @@ class Workspace:
         self.repo.heads.best.set_commit(commit)
         self.sync_best_file()
 
-    def restore(self, rev: str, person: ProposerInfo) -> git.Commit:
-        """Make an old version the incumbent again: a new commit on `best`, history untouched."""
+    def restore(self, rev: str, person: ProposerInfo, *, subject: str = "", body: str = "",
+                trailers: dict[str, str] | None = None) -> git.Commit:
+        """Make an old version the incumbent again: a new commit on `best`, history untouched. Its trailers
+        name the version it copies and the last round judged before it (the report lists restores by them);
+        `subject`, `body` and `trailers` say more where the caller knows more (core.history.restore_version)."""
         old = self.repo.commit(rev)
+        after = max((line.round for line in self.trajectory()), default=0)
+        fields = {RESTORED_FROM: old.hexsha, AFTER_ROUND: str(after), "Proposer": f"{person.kind}:{person.name}",
+                  **(trailers or {})}
         commit = self._commit_source(
-            self.source_at(old),
-            _message(f"Restore {old.hexsha[:8]} as incumbent", {"Restored-from": old.hexsha, "Proposer": f"{person.kind}:{person.name}"}),
+            self.source_at(old), _message(subject or f"Restore {old.hexsha[:8]} as incumbent", fields, body),
             self.best, actor_for(person),
         )
         self.accept(commit)

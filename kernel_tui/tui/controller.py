@@ -90,6 +90,8 @@ class Controller:
         self.state_text = "opening the workspace…"
         self._pending_view: PendingView | None = None
         self._preflight_failed: str | None = None
+        # what the candidate pane says while nothing is proposed: why, and what the person can do
+        self.idle_hint: str | None = None
 
     @property
     def engine(self) -> threading.Lock:
@@ -179,7 +181,8 @@ class Controller:
     def _acquire_engine(self, what: str) -> bool:
         if self.engine.acquire(blocking=False):
             return True
-        self._log(f"{what}: waits for the round in flight to end (decide it if it is waiting for you)", "yellow")
+        self._log(f"{what}: {self.waits_for()}", "yellow")
+        self._state(f"{what}: {self.waits_for()}")
         while not self.cancel.is_set():
             if self.engine.acquire(timeout=0.25):
                 return True
@@ -247,17 +250,34 @@ class Controller:
         self._log("report: " + ", ".join(p.name for p in written), "bold")
         return written
 
-    def restore(self, rev: str) -> str:
-        """History: make an old version the incumbent again, as a new commit on `best` by the person."""
-        with self._engine_job("restore") as ready:
+    def restore(self, rev: str, *, start: bool = False) -> tuple[str, str]:
+        """History: make an old version the incumbent again (r), or a correct Triton version the starting point
+        by the person's choice (b): a new commit on `best` by the person, which pauses the run. Returns the new
+        best's sha ("" when nothing was done) and what happened, in words."""
+        from kernel_tui.core.history import current_best, restore_version, start_from, version_label
+        from kernel_tui.tui import present
+
+        with self._engine_job("start from this version" if start else "restore") as ready:
             if not ready:
-                return ""
+                return "", ""
             assert self.ws is not None and self.person is not None
-            commit = self.ws.restore(rev, self.person)
-            self._log(f"restored {rev[:8]} as incumbent: best is now {commit.hexsha[:8]} "
-                      "(a new commit; history kept)", "bold cyan")
+            commit = (start_from if start else restore_version)(self.ws, rev, self.person).hexsha
+            left = self.session is None or self.session.remaining > 0
+            log, notice, pane = present.restored_words(self.ws, commit, left)
+            self._log(log, "bold cyan")
+            self.idle_hint = pane  # nothing is waiting: the engine was free
+            self._show_pending(None)
             self._refresh()
-        return commit.hexsha
+            self._state(f"paused — best is now {commit[:8]} ({version_label(current_best(self.ws))}) · "
+                        + ("n runs one round · space resumes" if left else "budget spent: c final comparison · p report"))
+        return commit, notice
+
+    def waits_for(self) -> str:
+        """What a job that needs the workspace alone (final comparison, restore) waits for, in words."""
+        pending = self.waiting
+        if pending is not None:
+            return (f"waits for your decision on round {pending.round} (a approve · r reject), then runs")
+        return "waits for the round in flight to end, then runs"
 
     def profile(self, rev: str) -> None:
         """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it. Where
@@ -353,6 +373,9 @@ class Controller:
             if self._paused:
                 self._state("paused — space resumes · n runs one round")
         elif isinstance(e, ev.RoundStartEvent):
+            if self.idle_hint is not None:  # it said what to do while nothing ran: a round runs now
+                self.idle_hint = None
+                self._show_pending(None)
             self._state(f"round {e.round}: resuming" if e.resuming else "asking the proposer…", busy=True)
             if e.resuming:
                 self._log(e.text)
@@ -391,6 +414,10 @@ class Controller:
             self._log(e.text, "bold green")
         elif isinstance(e, ev.IdleEvent):
             self._refresh()
+            if self.ws is not None and self.proposer is not None:
+                self.idle_hint = present.idle_hint(self.ws, self.proposer.info, e.text.removeprefix("idle: "),
+                                                   e.budget_spent)
+                self._show_pending(None)
             self._state(f"{e.text} — " + ("" if e.budget_spent else "w write your own · ") + "c final comparison · p report")
         elif isinstance(e, ev.BudgetEvent):
             return

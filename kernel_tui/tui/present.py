@@ -14,7 +14,12 @@ from kernel_tui.core.history import (
     accepted_versions,
     all_proposals,
     baseline_latency,
+    chosen_start_note,
     current_best,
+    origin,
+    restores,
+    start_candidates,
+    start_refusal,
     version_label,
     version_status,
 )
@@ -86,13 +91,14 @@ def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
             accepted=ln.accepted, latency=fmt_latency(ln.latency), improvement=fmt_pct(ln.improvement), ci=ci,
             p=f"{ln.p_value:.3g}" if ln.p_value is not None else NA, reason=" ".join(ln.reason.split()),
             memory=fmt_memory(ln.peak_memory_bytes), kernels=tuple(k.summary() for k in ln.kernels),
+            incumbent_latency=fmt_latency(ln.incumbent_latency),
         ))
     return tuple(out)
 
 
 def charts(ws: Workspace, lines: list[TrajectoryLine], device: str) -> ChartData:
     ordered = sorted(lines, key=lambda ln: ln.round)
-    _, record = accepted_record(ordered)
+    _, record = accepted_record(ordered, restores(ws))
     return ChartData(
         rounds=tuple(ln.round for ln in ordered), latencies=tuple(ln.latency for ln in ordered),
         accepted=tuple(ln.accepted for ln in ordered), record=tuple(record),
@@ -117,6 +123,45 @@ def status_view(ws: Workspace, device: str, info: ProposerInfo, used: int, total
 
 
 # --- the candidate pane --------------------------------------------------------------------------------
+
+AFTER_RESTORE = "the run is paused — n runs one round, space resumes"
+SPENT_AFTER_RESTORE = "the budget is spent — c runs the final comparison against it, p writes the report"
+
+
+def idle_hint(ws: Workspace, info: ProposerInfo, why: str, budget_spent: bool) -> str:
+    """The candidate pane when nothing is proposed: why, and what the person can do, in one line."""
+    if budget_spent:
+        return ("nothing proposed: the budget is spent — c runs the final comparison, p writes the report (more "
+                "rounds: reopen with a larger --max-steps)")
+    if info.kind == "search" and ws.best_is_pytorch_start:
+        starts = start_candidates(ws)
+        if starts:
+            r = starts[0].round
+            return (f"nothing proposed: the search starts from a Triton version — round {r} is one (correct, not "
+                    f"faster than eager): h, v, select round {r}, b starts from it · or w writes one")
+        return ("nothing proposed: the search starts from a Triton version — w writes one (once judged correct, b "
+                "in the history starts from it), or import with --baseline FILE")
+    return f"nothing proposed: {why} — w writes your own · c final comparison · p report"
+
+
+def restored_words(ws: Workspace, commit: str, rounds_left: bool = True) -> tuple[str, str, str]:
+    """A restore just made, in words: (the log line, the notification, the candidate pane's line)."""
+    done = next((r for r in reversed(restores(ws)) if r.commit == commit), None)
+    short, then = commit[:8], AFTER_RESTORE if rounds_left else SPENT_AFTER_RESTORE
+    if done is None:  # not on best's lineage: cannot happen right after a restore; said plainly all the same
+        return f"best is now {short}; {then}", f"best is now {short}", f"best is now {short}; {then}"
+    which = f"round {done.round}" if done.round is not None else \
+        "the baseline" if done.verdict == "baseline" else done.restored_from[:8]
+    if done.chosen_start:
+        return (f"{done.note}: best is now {short} (a new commit by you; nothing rewritten); {then}"
+                + (" (the search starts from it)" if rounds_left else ""),
+                f"best is now {short}: {which}, your chosen start; {then}",
+                f"best is now {which}, your chosen start (not faster than eager by the gate); {then}")
+    return (f"restored {which} ({done.restored_from[:8]}, {done.verdict} when judged) as the incumbent: best is now "
+            f"{short}, a new commit (history kept); later rounds are judged against it; {then}",
+            f"best is now {short}: {which} restored; {then}",
+            f"best is now {which}, restored ({done.verdict} when judged); {then}")
+
 
 def pending_view(p: PendingProposal, state: str, *, waiting: bool = True) -> PendingView:
     return PendingView(round=p.round, commit=p.commit, change=p.change, proposer=proposer_label(p.proposer),
@@ -151,15 +196,23 @@ def history(ws: Workspace) -> HistoryData:
         return c.parents[0].hexsha if c.parents else None
 
     peak = peaks(ws)
+    verdicts = {ln.commit: ln for ln in ws.trajectory()}
+
+    def start(commit: str) -> tuple[bool, str]:
+        why = start_refusal(ws, commit, verdicts)
+        if why is not None:
+            return False, why
+        return True, chosen_start_note(ws, verdicts[origin(ws, ws.repo.commit(commit)).hexsha])
 
     def row(v) -> VersionRow:
         # a restore carries the measurements of the version it copied; the baseline has no round
         source = v.restored_from or v.commit
         memory = peak.get((source, None if source == ws.baseline.hexsha else v.round))
+        startable, note = start(v.commit)
         return VersionRow(commit=v.commit, parent=parent(v.commit), round=v.round, proposer=v.proposer,
                           change=v.change, latency=fmt_latency(v.latency), vs_previous=fmt_pct(v.vs_previous),
                           vs_baseline=fmt_pct(v.vs_baseline), status=version_status(v), reason=" ".join(v.reason.split()),
-                          memory=fmt_memory(memory))
+                          memory=fmt_memory(memory), startable=startable, start_note=note)
 
     return HistoryData(lineage=tuple(row(v) for v in accepted_versions(ws)),
                        proposals=tuple(row(v) for v in all_proposals(ws)),

@@ -65,6 +65,9 @@ class VerdictRow:
     reason: str
     memory: str = NA  # the evaluation's peak device memory; NA on the CPU interpreter
     kernels: tuple[str, ...] = ()  # what the compiler made of its kernels, one line each (GPU only)
+    # the incumbent's latency measured in the same evaluation: rounds timed under different load compare
+    # with their own incumbent, not with each other
+    incumbent_latency: str = NA
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,10 @@ class VersionRow:
     status: str
     reason: str = ""
     memory: str = NA  # the peak device memory of the evaluation it carries, where known
+    # b (start from this): whether this version may become the starting point by the person's choice, and
+    # what the record will say (when it may) or why it may not
+    startable: bool = False
+    start_note: str = ""
 
     @property
     def short(self) -> str:

@@ -55,10 +55,10 @@ class WorkersMixin:
             target.post_message(DetailLoaded(detail))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="restore", description="restore a version")
-    def restore_version(self, controller: Controller, target: MessagePump, commit: str) -> None:
-        new = controller.restore(commit)
+    def restore_version(self, controller: Controller, target: MessagePump, commit: str, *, start: bool = False) -> None:
+        new, said = controller.restore(commit, start=start)
         if new:
-            target.post_message(Restored(new, f"best is now {new[:8]}, a copy of {commit[:8]}"))
+            target.post_message(Restored(new, said))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile-view", description="load a profile")
     def load_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:

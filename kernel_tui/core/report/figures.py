@@ -79,7 +79,7 @@ def record_line(r: RunRecords, xs: list[float]) -> tuple[list[float], list[float
     of the version it carries, and the note says so."""
     if not xs:
         return [], [], None
-    _, record = accepted_record(r.lines)
+    _, record = accepted_record(r.lines, r.restores)
     rx, ry = [*xs, max(xs) + 0.5], [*record, record[-1]]
     b = r.best
     if b is not None and b.restored_from and b.latency is not None:

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from kernel_tui.core.history import STARTED
 from kernel_tui.core.metrics import COST_MODEL_ERRORS, Roof
 from kernel_tui.core.profile.compare import compare_profiles, profile_table_row
 from kernel_tui.core.records import TrajectoryLine
@@ -155,12 +156,30 @@ def _best_text(r: RunRecords) -> str:
         return f"{which}, commit `{s.best_commit[:12]}`, latency {format_latency(s.best_latency)}"
     if b.restored_from:
         origin = f"round {b.round}" if b.round else "the baseline"
-        return (f"{origin}, **restored** from `{b.restored_from[:12]}` as commit `{b.commit[:12]}`, latency "
+        how = f"**the person's chosen start** ({cell(b.reason)})" if b.status == STARTED else "**restored**"
+        return (f"{origin}, {how} from `{b.restored_from[:12]}` as commit `{b.commit[:12]}`, latency "
                 f"{format_latency(b.latency)} (from {origin}'s recorded evaluation)")
     if not b.round:
         return f"the baseline (nothing accepted), commit `{b.commit[:12]}`, latency {format_latency(b.latency)}"
     return (f"round {b.round}, commit `{b.commit[:12]}`, latency {format_latency(b.latency)} "
             f"(from round {b.round}'s recorded evaluation)")
+
+
+def _section_restores(r: RunRecords) -> list[str]:
+    """Each restore on the lineage: when, by whom, which version and how it had been judged."""
+    if not r.restores:
+        return []
+    out = ["## Restores", "",
+           "A person made an earlier version the incumbent again: a new commit on `best`, no verdict changed; "
+           "the rounds after it were judged against it. A chosen start is a correct Triton version made the "
+           "starting point by the person's choice, not by the gate.", ""]
+    for x in r.restores:
+        when = f"after round {x.after_round}" if x.after_round is not None else "when not recorded"
+        which = f"round {x.round}" if x.round is not None else "the baseline" if x.verdict == "baseline" else "a version"
+        what = (f"{cell(x.note)} (`{x.restored_from[:12]}`)" if x.chosen_start
+                else f"restored {which} (`{x.restored_from[:12]}`, {cell(x.verdict)} when judged)")
+        out.append(f"- {when}, by {cell(x.by)}: {what}, latency {format_latency(x.latency)}; commit `{x.commit[:12]}`")
+    return out + [""]
 
 
 def _summary_staleness(r: RunRecords) -> str:
@@ -353,7 +372,9 @@ def _limits(r: RunRecords, roof: Roof) -> list[str]:
     no_latency = [ln.round for ln in r.lines if ln.accepted and ln.latency is None]
     if no_latency:
         notes.append(f"Accepted round(s) {', '.join(map(str, no_latency))} have no recorded latency (gap in the record line).")
-    if r.lines and not any(ln.accepted for ln in r.lines):
+    if r.best is not None and r.best.status == STARTED:
+        notes.append(f"The best version is the person's chosen start, not a gate verdict: {cell(r.best.reason)}.")
+    elif r.lines and not any(ln.accepted for ln in r.lines) and (r.best is None or not r.best.round):
         notes.append("Nothing was accepted: the baseline is still the best version.")
     if len(set(r.timing_labels)) > 1:
         notes.append("Verdicts carry different timing labels; their latencies are not comparable with each other.")
@@ -384,6 +405,7 @@ def render_markdown(records: RunRecords, figure_notes: Sequence[str] = ()) -> st
         out += [f"> **{warning[:1].upper()}{warning[1:]}.** Every verdict below was reached with the candidates' "
                 "code running where the sandbox could not hold it.", ""]
     out += _section_missing(r) + _section_task(r, roof) + _section_environment(r) + _section_status(r)
+    out += _section_restores(r)
     out += ["## Figures", "",
             "Rounds overview: top, each candidate's own latency (filled star = accepted, open circle = rejected) "
             "and the accepted version's record line, which moves only on an accept; bottom, the gate's paired "

@@ -24,7 +24,7 @@ from kernel_tui.core.task import TaskSpec, load_spec
 from kernel_tui.core.verdicts import counts, verdict_category
 
 if TYPE_CHECKING:
-    from kernel_tui.core.history import Version
+    from kernel_tui.core.history import Restore, Version
 
 # What each record is, said when it is missing.
 RECORD_FILES = {
@@ -58,6 +58,7 @@ class RunRecords:
     missing: list[str] = field(default_factory=list)  # file names
     problems: list[str] = field(default_factory=list)  # "run_summary.json: ..." for unreadable files
     best: Version | None = None  # the best version now, from git (None: no readable git history)
+    restores: list[Restore] = field(default_factory=list)  # the person's restores on best, oldest first (git)
     # commit -> its Nsight Compute profile: evaluations/*/profile.json (rounds) and profiles/*.json (others)
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)
 
@@ -193,6 +194,7 @@ def load_records(workspace: Path) -> RunRecords:
     def read(name: str) -> Any:
         return _read_json(ws / name, problems, missing)
 
+    best, restores = _from_git(ws, problems)
     return RunRecords(
         workspace=ws, spec=spec, lines=lines, skipped_lines=skipped,
         summary=_model(RunSummary, read("run_summary.json"), "run_summary.json", problems),
@@ -202,7 +204,7 @@ def load_records(workspace: Path) -> RunRecords:
         hardware=_dict(read("hardware.json"), "hardware.json", problems),
         preflight=_model(Preflight, read("preflight.json"), "preflight.json", problems),
         baseline_eval=_dict(read("baseline-evaluation.json"), "baseline-evaluation.json", problems),
-        missing=missing, problems=problems, best=_current_best(ws, problems), profiles=_profiles(ws, problems),
+        missing=missing, problems=problems, best=best, restores=restores, profiles=_profiles(ws, problems),
     )
 
 
@@ -215,20 +217,22 @@ def _profiles(ws: Path, problems: list[str]) -> dict[str, ProfileRecord]:
     return out
 
 
-def _current_best(workspace: Path, problems: list[str]) -> Version | None:
-    """The best version as git has it now: accepts and restores made after run_summary.json count."""
-    from kernel_tui.core.history import current_best
+def _from_git(workspace: Path, problems: list[str]) -> tuple[Version | None, list[Restore]]:
+    """The best version as git has it now (accepts and restores made after run_summary.json count), and
+    the restores on its lineage."""
+    from kernel_tui.core.history import current_best, restores
     from kernel_tui.core.workspace import Workspace
 
     if not Workspace.is_workspace(workspace):
-        return None
+        return None, []
     try:
-        return current_best(Workspace.open(workspace))
+        ws = Workspace.open(workspace)
+        return current_best(ws), restores(ws)
     # Deliberately broad: a damaged repository fails in many ways (GitPython, gitdb, the task loader), and
     # the report must still be written: the failure is reported, and the summary used instead.
     except Exception as exc:  # noqa: BLE001
         problems.append(f"git history: unreadable ({type(exc).__name__}: {exc})")
-        return None
+        return None, []
 
 
 def is_interpreter(device: str, *timing_labels: str) -> bool:
@@ -236,16 +240,21 @@ def is_interpreter(device: str, *timing_labels: str) -> bool:
     return device.strip().lower() == "cpu" or any("interpreter" in lab.lower() for lab in timing_labels)
 
 
-def accepted_record(lines: Sequence[TrajectoryLine]) -> tuple[list[int], list[float]]:
+def accepted_record(lines: Sequence[TrajectoryLine], restores: Sequence[Restore] = ()) -> tuple[list[int], list[float]]:
     """The accepted version's latency after each verdict, in the given order: (rounds, seconds).
 
-    NaN before the first accept; afterwards it changes only on an accept, and is NaN (a gap in the line)
-    while the accepted version's latency is unknown.
+    NaN before the first accept; afterwards it changes only on an accept or a restore (from the first verdict
+    after it: the restored version's recorded latency), and is NaN (a gap in the line) while the accepted
+    version's latency is unknown.
     """
     current = math.nan
     rounds: list[int] = []
     values: list[float] = []
+    waiting = sorted((r for r in restores if r.after_round is not None), key=lambda r: r.after_round or 0)
     for line in lines:
+        while waiting and (waiting[0].after_round or 0) < line.round:
+            restored = waiting.pop(0).latency
+            current = float(restored) if restored is not None else math.nan
         if line.accepted:
             current = float(line.latency) if line.latency is not None else math.nan
         rounds.append(line.round)

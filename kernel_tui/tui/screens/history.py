@@ -27,16 +27,32 @@ BASES = ("previous", "baseline", "marked")
 FIGURES_LEGEND = ("gate vs inc. = the gate's paired estimate against the incumbent the round was judged against "
                   "(not today's best) · lat. vs base = 1 - latency / baseline latency")
 # Keyed by the words shown (kernel_tui.core.verdicts and history.VERSION_LABELS); failures are red.
-STATUS_STYLES = {"accepted": "bold green", "baseline": "bold", "restored": "bold cyan", "rejected by the gate": "yellow",
+STATUS_STYLES = {"accepted": "bold green", "baseline": "bold", "restored": "bold cyan", "chosen start": "bold cyan",
+                 "rejected by the gate": "yellow",
                  "rejected by the person": "cyan", "unevaluated draft": "dim", "pending": "dim"}
 
 
+AFTER_RESTORE = "The run pauses: n runs one round against it, space resumes."
+
+
 def restore_question(row: VersionRow) -> str:
-    question = f"Restore {row.short} ({row.change[:50]}) as the incumbent? A new commit on best; nothing is rewritten."
+    question = (f"Restore {row.short} ({row.change[:50]}) as the incumbent? A new commit on best; nothing is "
+                f"rewritten. {AFTER_RESTORE}")
     if row.latency == NA:  # a draft, a failure, a version a person rejected: later rounds would be judged against it
         return (f"⚠ {row.short} was never measured ({row.status}): as the incumbent it has no latency to compare "
                 f"against.\n{question}")
+    if row.status == "rejected by the gate":  # measured, and found not faster than what it was judged against
+        instead = " (b makes it the starting point instead, recorded as your choice)" if row.startable else ""
+        return (f"⚠ the gate rejected {row.short}: not faster than its incumbent ({row.vs_previous}). Later rounds "
+                f"are judged against it{instead}.\n{question}")
     return question
+
+
+def start_question(row: VersionRow) -> str:
+    """b: what starting from a version means, asked before it is done."""
+    return (f"Start from {row.short} ({row.change[:50]})? It passed correctness; {row.start_note}. It becomes best "
+            "by your choice, not by a verdict, and the history and the report say so; the search then starts "
+            f"from it. A new commit on best; nothing is rewritten. {AFTER_RESTORE}")
 
 
 HISTORY_HELP = f"""\
@@ -53,9 +69,16 @@ or every proposal; on the right, the selected version's change, verdict and diff
   d        diff base: the diff is against the previous version, the
            baseline or the marked one; each press the next
   f        source: the selected version's full source / its diff
-  r        restore the selected version as the incumbent: asks first,
-           then a new commit on best (nothing is rewritten); later
-           rounds are judged against it
+  r        restore the selected version as the incumbent: asks first
+           (and warns for a version the gate rejected or never
+           measured), then a new commit on best (nothing is rewritten);
+           later rounds are judged against it. The run pauses: n runs
+           one round, space resumes
+  b        start from the selected version: where the task starts from
+           PyTorch eager, make a correct Triton version the gate did not
+           find faster than eager (always so on the CPU interpreter) the
+           starting point by your choice, recorded so in the history and
+           the report; the built-in search starts from it
   i        profile: the selected version's profile, and what changed
            against the diff base
   esc / h  back to the run
@@ -65,10 +88,11 @@ or every proposal; on the right, the selected version's change, verdict and diff
 
 Keys can be remapped by binding id: history-back, history-all, history-status, \
 history-proposer, history-mark, history-diff-base, history-source, history-restore, \
-history-profile. A narrow footer leaves some keys out; they all still work.
+history-start-from, history-profile. A narrow footer leaves some keys out; they all still work.
 """
 # Footer keys left out below a width (they still work; ? lists every key); the line under the table names them.
-FOOTER_TIERS: Tiers = ((100, frozenset({"status_filter", "proposer_filter"})),)
+# (b is named in the detail of a version it applies to.)
+FOOTER_TIERS: Tiers = ((100, frozenset({"status_filter", "proposer_filter", "start_from"})),)
 
 
 def cycle(options: list[str], current: str) -> str:
@@ -86,6 +110,7 @@ class HistoryScreen(Screen):
         Binding("d", "diff_base", "Diff base", id="history-diff-base"),
         Binding("f", "toggle_source", "Source", id="history-source"),
         Binding("r", "restore", "Restore", id="history-restore"),
+        Binding("b", "start_from", "Start from", id="history-start-from"),
         Binding("i", "profile", "Profile", id="history-profile"),
     ]
     KEYS_HELP = HISTORY_HELP  # what ? shows on this screen
@@ -197,6 +222,8 @@ class HistoryScreen(Screen):
         info = Text()
         if row is not None:
             info.append(f"{row.change}\n", style="bold")
+            if row.startable:  # the way on from a task that starts from PyTorch eager: first, the box is 4 lines
+                info.append("b starts from this version (correct; not faster than eager by the gate)\n", style="bold cyan")
             peak = f" · peak {row.memory}" if row.memory != NA else ""
             info.append(f"{row.proposer} · {row.status} · {row.latency}{peak}" + (f" · {row.reason}" if row.reason else ""))
         for line in d.profile:  # the version's profile and what changed against the diff base (i opens it)
@@ -265,13 +292,31 @@ class HistoryScreen(Screen):
         if row is None:
             return
 
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.app.restore_version(self.controller, self, row.commit)  # type: ignore[attr-defined]
+        self.app.push_screen(ConfirmModal(restore_question(row)), lambda yes: self._queue_restore(row, yes, start=False))
 
-        self.app.push_screen(ConfirmModal(restore_question(row)), done)
+    def action_start_from(self) -> None:
+        row = self.selected
+        if row is None:
+            return
+        if not row.startable:
+            self.notify(f"b: {row.start_note}" if row.start_note else "b: not a version to start from", severity="warning")
+            return
+        self.app.push_screen(ConfirmModal(start_question(row)), lambda yes: self._queue_restore(row, yes, start=True))
+
+    def _queue_restore(self, row: VersionRow, yes: bool | None, *, start: bool) -> None:
+        if not yes:
+            return
+        waiting = self.controller.waiting
+        if waiting is not None:  # the round holds the workspace until the person decides it
+            self.notify(f"queued: it runs once round {waiting.round}'s proposal is decided — esc back to the run, "
+                        "then a approves or r rejects it", severity="warning", timeout=10)
+        self.app.restore_version(self.controller, self, row.commit, start=start)  # type: ignore[attr-defined]
 
     @on(Restored)
     def _restored(self, message: Restored) -> None:
-        self.notify(message.text)
-        self.reload()
+        """Back to the run, where best, the candidate pane and the state line show what changed."""
+        self.notify(message.text, timeout=10)
+        if self.app.screen is self:
+            self.app.pop_screen()
+        else:
+            self.reload()

@@ -128,7 +128,7 @@ class MainScreen(Screen):
 
     @on(PendingChanged)
     def _pending(self, message: PendingChanged) -> None:
-        self.query_one(CandidatePane).show(message.pending)
+        self.query_one(CandidatePane).show(message.pending, idle=self.controller.idle_hint)
         self._show_tabs()
 
     @on(RunStateChanged)
@@ -330,7 +330,11 @@ class MainScreen(Screen):
         if not self.controller.ready.is_set():
             self._say("the workspace is not open yet")
             return
-        self.notify("final comparison: pauses rounds, runs when no round is in flight")
+        pending = self.controller.waiting
+        if pending is not None:  # it needs the workspace alone: the waiting round holds it until decided
+            self.notify(f"final comparison queued: it {self.controller.waits_for()}", severity="warning", timeout=10)
+        else:
+            self.notify("final comparison: pauses rounds, runs when no round is in flight")
         self.app.run_finalize(self.controller)  # type: ignore[attr-defined]
 
     def action_report(self) -> None:

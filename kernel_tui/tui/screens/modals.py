@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -41,16 +45,18 @@ class ReasonModal(ModalScreen[str | None]):
 
 
 class ConfirmModal(ModalScreen[bool]):
+    """A yes/no question; `yes` and `no` say what each answer does ("discard", "keep editing")."""
+
     BINDINGS = [Binding("y", "yes", "Yes", id="confirm-yes"), Binding("n,escape", "no", "No", id="confirm-no")]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, *, yes: str = "yes", no: str = "no") -> None:
         super().__init__(id="confirm-modal")
-        self.question = question
+        self.question, self.yes, self.no = question, yes, no
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
             yield Static(self.question)
-            yield Static("y: yes · n / escape: no")
+            yield Static(f"y: {self.yes} · n / escape: {self.no}")
 
     def action_yes(self) -> None:
         self.dismiss(True)
@@ -68,10 +74,12 @@ def same_code(a: str, b: str) -> bool:
 
 
 SUBJECT_KEYS = "enter or tab: to the code · shift+tab: back to the subject · ctrl+s keeps · escape discards"
+DISCARD_QUESTION = "Discard your changes to the code?"
 
 
 class EditScreen(Screen[tuple[str, str] | None]):
-    """A full-screen Python editor. ctrl+s keeps the text (and the change line), escape throws it away.
+    """A full-screen Python editor. ctrl+s keeps the text (and the change line), escape throws it away
+    (asking first when the code was changed).
 
     With ask_change it starts on the one-line subject; enter (or tab) goes to the code, shift+tab back.
     `refuse(text)` may return why the text cannot be kept (the editor then stays open and says so).
@@ -114,7 +122,14 @@ class EditScreen(Screen[tuple[str, str] | None]):
         self.dismiss((text, change or "person's candidate"))
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        if self.query_one(TextArea).text == self.source:
+            self.dismiss(None)
+            return
+        self.app.push_screen(ConfirmModal(DISCARD_QUESTION, yes="discard", no="keep editing"), self._discard)
+
+    def _discard(self, discard: bool | None) -> None:
+        if discard:
+            self.dismiss(None)
 
 
 HELP = """\
@@ -156,11 +171,43 @@ any moment, and reopening the workspace resumes a round in flight.
 version's record line, which moves only on an accept; the gate's paired improvement estimate per verdict \
 (bars) against the threshold (red line); and how every verdict ended.
 
-Keys can be remapped by binding id (App.set_keymap, or run_tui(keymap={...})): approve, approve-batch, reject, edit, \
-edit-external, write-own, pane-best, pane-candidate, pane-charts, pane-trajectory, pane-log, next-round, \
-pause, auto-approve, full-source, history, profile, final-comparison, report, help, quit. A narrow footer leaves \
-some keys out; they all still work.
+A narrow footer leaves some keys out; they all still work.
 """
+KEY_COLUMN = 11  # a help's key rows: two spaces, the key, its text from this column
+
+
+def help_body(text: str) -> Group:
+    """A help (rich markup) as it is shown: a key row's text wraps under itself, at any width.
+
+    Key rows are written `  key      what it does`, the text from KEY_COLUMN; a line that starts at that
+    column continues the row above (its line breaks are the source's, not the screen's). Other lines are
+    paragraphs, wrapped as they come.
+    """
+    parts: list[RenderableType] = []
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        if rows:
+            table = Table.grid(padding=(0, 2))
+            table.add_column(min_width=KEY_COLUMN - 4, no_wrap=True)
+            table.add_column()
+            for key, what in rows:
+                table.add_row(Text.from_markup(key), Text.from_markup(what))
+            parts.append(Padding(table, (0, 0, 0, 2)))
+            rows.clear()
+
+    for line in text.splitlines():
+        head, body = line[:KEY_COLUMN], line[KEY_COLUMN:]
+        starts_text = body[:1].strip() != "" and head.endswith(" ")
+        if starts_text and not head.strip() and rows:
+            rows[-1][1] += " " + body.strip()
+        elif starts_text and head.startswith("  ") and head[2:3].strip():
+            rows.append([head.strip(), body.rstrip()])
+        else:
+            flush()
+            parts.append(Text.from_markup(line))
+    flush()
+    return Group(*parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -174,7 +221,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Static(self.text, id="help-text")
+            yield Static(help_body(self.text), id="help-text")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -24,6 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from kernel_tui.format import speed_ratio, speed_ratio_text
 from kernel_tui.tui.view import ChartData
 
 # keyed by the words of kernel_tui.core.verdicts.LABELS (widgets do not import the core)
@@ -110,13 +111,9 @@ def title_room(width: int, label_width: int) -> int:
     return max(0, min(2 * (width - centre), 2 * centre + 1))
 
 
-def speed_ratio(improvement: float) -> float:
-    """The incumbent's time over the candidate's (improvement = 1 - candidate / incumbent): -2458% is 0.039×."""
-    return 1 / (1 - improvement)
-
-
 def ratio_label(improvement: float) -> str:
-    return f"{speed_ratio(improvement):.2g}×"
+    """The incumbent's time over the candidate's, as every improvement below -100% is written: -2458% is 0.039×."""
+    return speed_ratio_text(improvement)
 
 
 def off_scale(improvement: float) -> bool:

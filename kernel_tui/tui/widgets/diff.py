@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 HEADER_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"))
@@ -17,6 +18,7 @@ CHANGED_STYLES = {"+": "bold reverse green", "-": "bold reverse red"}
 MIN_SIMILARITY = 0.4  # below this a removed and an added line are two different lines, not one edited
 TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 CONTINUATION = "  "  # extra indent of a folded line's continuation rows
+FOLDED = "↪ "  # ends the indent of a folded row: it goes on the line above
 
 
 def tokens(line: str) -> list[str]:
@@ -132,8 +134,15 @@ class DiffText:
         width = max(options.max_width, 8)
         for line in self.lines:
             indent = min(hanging_indent(line), width // 2)
-            for i, (a, b) in enumerate(fold(len(line), width, width - indent, line.plain)):
-                if i:
-                    yield Segment(" " * indent)
+            plain = line.plain
+            marker = plain[:1] if plain[:1] in ("+", "-", " ") and not plain.startswith(("+++", "---")) else " "
+            for i, (a, b) in enumerate(fold(len(line), width, width - indent, plain)):
+                if i:  # a folded row reads as a diff row too: its line's marker, then ↪ where the code goes on
+                    yield Segment(marker, Style.parse(LINE_STYLES.get(marker, "none")) + Style(dim=True))
+                    if indent >= 1 + len(FOLDED):
+                        yield Segment(" " * (indent - 1 - len(FOLDED)))
+                        yield Segment(FOLDED, Style(dim=True))
+                    else:
+                        yield Segment(" " * max(0, indent - 1))
                 yield from line[a:b].render(console)
                 yield Segment.line()

@@ -16,9 +16,9 @@ VERDICT_STYLES = {"accepted": "bold green", "rejected by the gate": "yellow", "r
 # (header, the VerdictRow field, the widest it gets: longer text is clipped here and shown whole in the detail
 # line). Widths are set from the rows, not measured on idle: a frame drawn before that would keep header widths.
 COLUMNS = (("round", "round", 5), ("verdict", "status", 24), ("change", "change", 48), ("latency", "latency", 9),
-           ("vs incumbent", "improvement", 12), ("CI", "ci", 20), ("p", "p", 9), ("proposer", "proposer", 32),
-           ("reason", "reason", 80))
-# After latency, only where some evaluation recorded a peak: the CPU interpreter has none, and a column of
+           ("incumbent", "incumbent_latency", 9), ("vs incumbent", "improvement", 12), ("CI", "ci", 20),
+           ("p", "p", 9), ("proposer", "proposer", 32), ("reason", "reason", 80))
+# After the latencies, only where some evaluation recorded a peak: the CPU interpreter has none, and a column of
 # dashes would only take room.
 MEMORY_COLUMN = ("peak mem", "memory", 11)
 SHOWN_KERNELS = 3
@@ -27,7 +27,7 @@ SHOWN_KERNELS = 3
 def columns(rows: tuple[VerdictRow, ...]) -> tuple[tuple[str, str, int], ...]:
     if not any(r.memory != NA for r in rows):
         return COLUMNS
-    at = [field for _, field, _ in COLUMNS].index("latency") + 1
+    at = [field for _, field, _ in COLUMNS].index("incumbent_latency") + 1
     return (*COLUMNS[:at], MEMORY_COLUMN, *COLUMNS[at:])
 
 
@@ -48,8 +48,8 @@ def detail_text(row: VerdictRow) -> Text:
     out.append(row.change, style="bold")
     out.append(f" · {row.proposer}\n")
     out.append(row.status, style=VERDICT_STYLES.get(row.status, "red"))
-    if row.latency != NA:
-        out.append(f" · {row.latency}")
+    if row.latency != NA:  # beside its own incumbent's, measured in the same evaluation under the same load
+        out.append(f" · {row.latency}" + (f" (incumbent {row.incumbent_latency})" if row.incumbent_latency != NA else ""))
     if row.memory != NA:
         out.append(f" · peak {row.memory}")
     out.append(_reason(row.status, row.reason))

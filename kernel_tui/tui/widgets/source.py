@@ -87,12 +87,13 @@ class CandidatePane(Vertical):
         self.border_subtitle = "f: diff" if self.full else "f: full source"
         return self.full
 
-    def show(self, p: PendingView | None) -> None:
+    def show(self, p: PendingView | None, *, idle: str | None = None) -> None:
+        """`idle`: with no proposal, why nothing is proposed and what the person can do."""
         self.pending = p
         self.set_class(bool(p and p.waiting), "waiting")
         if p is None:
             self.border_title = "candidate"
-            self.query_one("#candidate-info", Static).update("no proposal waiting")
+            self.query_one("#candidate-info", Static).update(Text(idle, style="bold") if idle else "no proposal waiting")
             self.query_one("#diff", Static).update("")
             self.query_one("#candidate-source", TextArea).load_text("")
             return
