@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
-from pathlib import Path
 
 from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
@@ -33,7 +31,6 @@ from kernel_tui.format import percent
 from kernel_tui.tui.view import (
     NA,
     BestView,
-    Candidate,
     ChartData,
     HistoryData,
     PendingView,
@@ -275,19 +272,3 @@ def profile_view(ws: Workspace, commit: str, against: str | None, off: str | Non
 
 # --- the picker ----------------------------------------------------------------------------------------
 
-def candidates(root: Path) -> list[Candidate]:
-    """Existing workspaces (newest first), then the fixtures."""
-    out: list[Candidate] = []
-    ws_dir = root / "workspaces"
-    if ws_dir.is_dir():
-        found = [p for p in ws_dir.iterdir() if Workspace.is_workspace(p)]
-        for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True):
-            n = len((p / "trajectory.jsonl").read_text(encoding="utf-8").splitlines()) if (p / "trajectory.jsonl").exists() else 0
-            out.append(Candidate(path=str(p), label=f"resume  {p.name}  ({n} verdicts)", kind="workspace"))
-    for task in sorted((root / "fixtures").glob("*/task.json")):
-        try:
-            description = json.loads(task.read_text(encoding="utf-8")).get("description", "")
-        except (OSError, ValueError):
-            description = "(unreadable task.json)"
-        out.append(Candidate(path=str(task.parent), label=f"new     {task.parent.name}: {description}", kind="task"))
-    return out

@@ -184,15 +184,6 @@ class ProfileView:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A workspace or a fixture the picker offers."""
-
-    path: str
-    label: str
-    kind: str  # "workspace" or "task"
-
-
-@dataclass(frozen=True)
 class EvalStep:
     where: str  # "preflight", "round 3", "final comparison"
     phase: str

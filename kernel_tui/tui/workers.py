@@ -6,7 +6,6 @@ back with messages; an exception in any of them is shown in the log and as a not
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -74,13 +73,6 @@ class WorkersMixin:
                                                           lines=(f"no profile: {type(exc).__name__}: {exc}",))))
             raise
         target.post_message(ProfileLoaded(view))
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="picker", description="find workspaces and tasks")
-    def find_candidates(self, target: MessagePump) -> None:
-        from kernel_tui.tui import present
-        from kernel_tui.tui.screens.picker import CandidatesFound
-
-        target.post_message(CandidatesFound(present.candidates(Path.cwd())))
 
     def worker_failed(self, event: Worker.StateChanged) -> None:
         """The App's one @on(Worker.StateChanged) handler sends errors here: shown, never raised."""

@@ -143,8 +143,9 @@ def _step_reward(fb: Feedback) -> float | None:
 
 
 WAITS_FOR_TRITON = (
-    "the built-in search transforms Triton kernels and starts once a Triton version is accepted: the "
-    "incumbent is still the task's PyTorch starting point (propose one with the agent, or edit one in)"
+    "the built-in search transforms Triton kernels and starts from a Triton version: the incumbent is still "
+    "the task's PyTorch starting point (write one with w, propose one with the agent, or start from a correct "
+    "one in the history with b)"
 )
 
 

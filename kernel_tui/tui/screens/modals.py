@@ -147,7 +147,8 @@ any moment, and reopening the workspace resumes a round in flight.
   E        edit it in $EDITOR
   w        write your own candidate, starting from best: the next round's proposal is yours. It opens on
            the one-line subject: enter or tab goes to the code, shift+tab back; ctrl+s keeps (a copy of
-           best is refused: it would spend a round on nothing), escape discards
+           best, a syntax error or a broken rule is refused before a round is spent), escape asks before
+           discarding changes
   f        the candidate's full source / its diff against best
 
 [b]The panes[/b]
@@ -159,9 +160,11 @@ any moment, and reopening the workspace resumes a round in flight.
   space    pause / resume (takes effect between rounds)
   n        one more round while paused or idle (with --gpus, one more batch)
   t        auto-approve on/off (a waiting proposal is approved at once)
-  c        final comparison: baseline vs best in fresh processes (pauses rounds first)
+  c        final comparison: baseline vs best in fresh processes (pauses rounds first; waits for your
+           decision when a proposal is waiting)
   p        write report.md and the figures
-  h        history: the accepted lineage, every proposal, diffs, restore (i there: the selected version's profile)
+  h        history: the accepted lineage, every proposal, diffs, restore (the run then pauses), b start from
+           a correct Triton version over an eager start (i there: the selected version's profile)
   i        the best version's profile: what Nsight Compute says holds it back (DRAM and compute use,
            occupancy, cache hit rates, warp stalls) and what changed against the baseline; r in it profiles
            now. Each accepted version is profiled on a GPU with ncu; where it cannot be, the log says why once.

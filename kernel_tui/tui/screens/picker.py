@@ -30,15 +30,6 @@ class ChoicesFound(Message):
         self.found = found
 
 
-class CandidatesFound(Message):
-    """What the old listing (workers.find_candidates, from tui.present.candidates: fixtures only) posted. The
-    picker no longer asks it; kept so that worker still type-checks, until it goes too."""
-
-    def __init__(self, found: list) -> None:
-        super().__init__()
-        self.found = found
-
-
 class ChoiceChecked(Message):
     """The chosen path, and why it cannot be opened (None: it can)."""
 
