@@ -52,17 +52,9 @@ def test_the_walk_sees_imports_inside_functions():
         "kernel_tui.core.evaluator.judge", known["kernel_tui.core.evaluator.judge"], known)  # a lazy one
 
 
-# Known, and to be removed: the batch drives a session's round steps (its private methods) while the session
-# builds the batch. Both should use the round's steps from one module of their own.
-KNOWN = {frozenset({"kernel_tui.core.batch", "kernel_tui.core.session"})}
-
-
 def test_no_import_cycle_inside_the_package():
     known = modules()
     graph = {name: imports(name, path, known) for name, path in known.items()}
-    for cycle in KNOWN:  # each known cycle, cut at one edge, so that anything else still shows
-        a, b = sorted(cycle)
-        graph[a].discard(b)
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as err:

@@ -15,17 +15,53 @@ it alone, against the best of that moment, like any pending round.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from kernel_tui.core.decision import PendingProposal
+import git
+
+from kernel_tui.core.decision import Decision, PendingProposal
 from kernel_tui.core.evaluator import EvalResult, Evaluator, Status
-from kernel_tui.core.events import ProgressEvent
+from kernel_tui.core.events import Event, ProgressEvent
 from kernel_tui.core.gpus import DeviceFault, GpuPool, cuda_health
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+from kernel_tui.core.workspace import Workspace
 
-if TYPE_CHECKING:
-    from kernel_tui.core.session import Session
+
+class RoundHost(Protocol):
+    """The round's steps a batch drives, as a session offers them (core/session.py): the batch needs their
+    order, not the session, so it knows them by this interface alone."""
+
+    ws: Workspace
+    evaluator: Evaluator
+    cancel: threading.Event
+    on_event: Callable[[Event], None]
+
+    @property
+    def remaining(self) -> int: ...
+
+    def log(self, text: str, round_no: int = 0) -> None: ...
+
+    def propose(self, round_no: int, best_source: str, batch: int = 1) -> PendingProposal | None: ...
+
+    def decide(self, pending: PendingProposal) -> Decision | None: ...
+
+    def commit_edit(self, pending: PendingProposal, decision: Decision) -> tuple[git.Commit, str, ProposerInfo]: ...
+
+    def leave_unjudged(self, round_no: int, reason: str) -> None: ...
+
+    def accept(self, line: TrajectoryLine) -> Any: ...
+
+    def reject_by_person(self, pending: PendingProposal, reason: str | None) -> TrajectoryLine: ...
+
+    def record_verdict(self, round_no: int, change: str, proposer: ProposerInfo, commit: str, incumbent: str,
+                       source: str, incumbent_source: str, result: EvalResult) -> TrajectoryLine: ...
+
+    def finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False,
+                     edited_source: str | None = None, profiled: Any = None,
+                     measured: EvalResult | None = None) -> None: ...
 
 # Any result but a pass, or a refusal before the device ran anything, may be the device's failure rather than
 # the candidate's (a faulting GPU reads as a CUDA error, wrong values or a hang): its health decides
@@ -49,7 +85,7 @@ class _Job:
 class Batch:
     """The session's parallel side: its evaluators (one per GPU of the pool) and the batch round."""
 
-    def __init__(self, session: Session, evaluators: list[Evaluator]) -> None:
+    def __init__(self, session: RoundHost, evaluators: list[Evaluator]) -> None:
         self.session = session
         self.evaluators = evaluators
         self.pool = GpuPool([str(i) for i in range(len(evaluators))], health_check=self._health)
@@ -73,12 +109,12 @@ class Batch:
         n = min(self.size, s.remaining)
         proposals: list[PendingProposal] = []
         for _ in range(n):
-            proposed = s._propose(ws.next_round(), best_source, batch=n)
+            proposed = s.propose(ws.next_round(), best_source, batch=n)
             if proposed is None:
                 break
             proposals.append(proposed)
         if not proposals:
-            s._log("the proposer has nothing more to propose")
+            s.log("the proposer has nothing more to propose")
             return None
         last: TrajectoryLine | None = None
         jobs: list[_Job] = []
@@ -86,21 +122,21 @@ class Batch:
             later = proposals[k + 1:]
             pending = pending.model_copy(update={"queued": len(later),
                                                  "queue": tuple(f"round {p.round}: {p.change}" for p in later)})
-            decision = s._decide(pending)
+            decision = s.decide(pending)
             if decision is None:
                 return last
             if decision.action == "reject":
-                last = s._reject(pending, decision.reason)
+                last = s.reject_by_person(pending, decision.reason)
                 continue
             job = _Job(round=pending.round, commit=pending.commit, change=pending.change, proposer=pending.proposer,
                        source=pending.source, edited=None, incumbent=best.hexsha, incumbent_source=best_source)
             if decision.action == "edit" and decision.source is not None:
-                edit, job.change, job.proposer = s._edit(pending, decision)
+                edit, job.change, job.proposer = s.commit_edit(pending, decision)
                 job.commit, job.source, job.edited = edit.hexsha, decision.source, decision.source
             jobs.append(job)
         if not jobs:
             return last
-        s._log(f"evaluating {len(jobs)} candidate(s) in parallel on {self.size} device(s)")
+        s.log(f"evaluating {len(jobs)} candidate(s) in parallel on {self.size} device(s)")
         if not self._evaluate(jobs):
             return last
         return self._judge(jobs) or last
@@ -140,11 +176,11 @@ class Batch:
             if device in self._said_out:
                 continue
             self._said_out.add(device)
-            s._log(f"{self._name(device)} left the pool: {why}")
+            s.log(f"{self._name(device)} left the pool: {why}")
         if s.evaluator not in [self.evaluators[int(d)] for d in self.pool.devices] and self.pool.devices:
             spare = self.evaluators[int(self.pool.devices[0])]
             spare.on_progress, s.evaluator = s.evaluator.on_progress, spare
-            s._log(f"the session goes on on {self._name(self.pool.devices[0])}")
+            s.log(f"the session goes on on {self._name(self.pool.devices[0])}")
 
     def _name(self, device: str) -> str:
         gpu = self.evaluators[int(device)].gpu
@@ -156,20 +192,20 @@ class Batch:
         open_jobs = list(jobs)
         while open_jobs:
             for job in [j for j in open_jobs if j.result is not None and j.result.status is Status.evaluator_fault]:
-                s._leave_unjudged(job.round, job.result.reason)  # type: ignore[union-attr]
+                s.leave_unjudged(job.round, job.result.reason)  # type: ignore[union-attr]
                 open_jobs.remove(job)
             winners = sorted((j for j in open_jobs if j.result is not None and j.result.accepted),
                              key=lambda j: j.result.verdict.improvement, reverse=True)  # type: ignore[union-attr]
             for job in [j for j in open_jobs if j not in winners]:
-                last = self._record(job)
+                last = self.record_verdict(job)
             if not winners:
                 return last
             first, rest = winners[0], winners[1:]
-            last = self._record(first)
-            s._finish_round(last, edited_source=first.edited, profiled=s._accept(last), measured=first.superseded)
+            last = self.record_verdict(first)
+            s.finish_round(last, edited_source=first.edited, profiled=s.accept(last), measured=first.superseded)
             if not rest:
                 return last
-            s._log(f"re-gating {len(rest)} candidate(s) of this batch against round {first.round}'s version, "
+            s.log(f"re-gating {len(rest)} candidate(s) of this batch against round {first.round}'s version, "
                    "the new best: each was accepted against the old incumbent")
             for job in rest:
                 job.superseded, job.result = job.result, None
@@ -181,7 +217,7 @@ class Batch:
             open_jobs = rest
         return last
 
-    def _record(self, job: _Job) -> TrajectoryLine:
+    def record_verdict(self, job: _Job) -> TrajectoryLine:
         """The job's verdict on disk (and the superseded one beside it); feedback for all but an accept,
         whose feedback waits for its profile."""
         s = self.session
@@ -190,10 +226,10 @@ class Batch:
         if job.superseded is not None:
             result = result.model_copy(update={"reason": f"re-gated against {job.incumbent[:8]}, accepted earlier in "
                                                          f"this batch: {result.reason}"})
-        line = s._record(job.round, job.change, job.proposer, job.commit, job.incumbent, job.source,
+        line = s.record_verdict(job.round, job.change, job.proposer, job.commit, job.incumbent, job.source,
                          job.incumbent_source, result)
         if job.superseded is not None:
             s.ws.write_json("result-before-regate.json", job.superseded, directory=s.ws.evaluation_dir(job.round))
         if not line.accepted:
-            s._finish_round(line, edited_source=job.edited, measured=job.superseded)
+            s.finish_round(line, edited_source=job.edited, measured=job.superseded)
         return line

@@ -97,7 +97,7 @@ class Session:
 
         def relay(text: str) -> None:
             previous(text)
-            self._log(text, self._current_round)
+            self.log(text, self._current_round)
 
         self.proposer.on_activity = relay
         self.batch = Batch(self, [evaluator, *parallel]) if parallel and proposer.batches else None
@@ -107,7 +107,7 @@ class Session:
             ProgressEvent(round=self._current_round, progress=p, text=f"{p.phase} {p.k}/{p.n}"))
 
     # --- plumbing -------------------------------------------------------------------------------
-    def _log(self, text: str, round_no: int = 0) -> None:
+    def log(self, text: str, round_no: int = 0) -> None:
         self.on_event(LogEvent(round=round_no, text=text))
 
     def _save_state(self) -> None:
@@ -130,9 +130,9 @@ class Session:
             self.on_event(PreflightEvent(preflight=pre, recorded_earlier=True,
                                          text=f"preflight ok (recorded earlier): {pre.baseline}"))
             if pre.sandbox:
-                self._log(pre.sandbox)
+                self.log(pre.sandbox)
             return pre
-        self._log("preflight: reference self-check and baseline correctness")
+        self.log("preflight: reference self-check and baseline correctness")
         baseline = self.ws.task.baseline_source
         pytorch = self.ws.task.baseline_is_pytorch  # the PyTorch starting point: exempt from the policy
         check = self.evaluator.check(baseline, trusted=pytorch)
@@ -162,7 +162,7 @@ class Session:
         self.on_event(PreflightEvent(preflight=pre,
                                      text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}"))
         if check.sandbox is not None:
-            self._log(check.sandbox.summary())
+            self.log(check.sandbox.summary())
         return pre
 
     # --- one round ------------------------------------------------------------------------------
@@ -193,34 +193,34 @@ class Session:
                 source=self.ws.source_at(commit), best_source=self.ws.source_at(best), best_commit=best.hexsha,
             )
         else:
-            proposed = self._propose(self.ws.next_round(), self.ws.best_source)
+            proposed = self.propose(self.ws.next_round(), self.ws.best_source)
             if proposed is None:
-                self._log("the proposer has nothing more to propose")
+                self.log("the proposer has nothing more to propose")
                 return None
             pending_proposal = proposed
         round_no, commit = pending_proposal.round, self.ws.repo.commit(pending_proposal.commit)
         change, proposer, source = pending_proposal.change, pending_proposal.proposer, pending_proposal.source
         self._current_round = round_no
-        decision = self._decide(pending_proposal)
+        decision = self.decide(pending_proposal)
         if decision is None:
             return None
         edited = None
         if decision.action == "reject":
-            return self._reject(pending_proposal, decision.reason)
+            return self.reject_by_person(pending_proposal, decision.reason)
         if decision.action == "edit" and decision.source is not None:
-            commit, change, proposer = self._edit(pending_proposal, decision)
+            commit, change, proposer = self.commit_edit(pending_proposal, decision)
             source = edited = decision.source
 
         result = self.device_checked(self.evaluator.evaluate(source, incumbent=pending_proposal.best_source))
         if result.status is Status.cancelled or self.cancel.is_set():
             return None  # stays pending: judged again on resume
         if result.status is Status.evaluator_fault:
-            self._leave_unjudged(round_no, result.reason)
+            self.leave_unjudged(round_no, result.reason)
             return None
-        line = self._record(round_no, change, proposer, commit.hexsha, pending_proposal.best_commit, source,
+        line = self.record_verdict(round_no, change, proposer, commit.hexsha, pending_proposal.best_commit, source,
                             pending_proposal.best_source, result)
-        profiled = self._accept(line) if line.accepted else None
-        self._finish_round(line, edited_source=edited, profiled=profiled)
+        profiled = self.accept(line) if line.accepted else None
+        self.finish_round(line, edited_source=edited, profiled=profiled)
         return line
 
     def device_checked(self, result: EvalResult) -> EvalResult:
@@ -236,7 +236,7 @@ class Session:
             f"{why}: the GPU, not the candidate, is at fault ({result.status.value}: {result.reason})")})
 
     # --- the steps of a round, shared with a batch (core/batch.py) --------------------------------
-    def _propose(self, round_no: int, best_source: str, batch: int = 1) -> PendingProposal | None:
+    def propose(self, round_no: int, best_source: str, batch: int = 1) -> PendingProposal | None:
         """Ask the proposer for round `round_no` from `best_source` and commit its proposal (on best)."""
         self._current_round = round_no  # what the proposer says while it works belongs to this round
         note = f" (batch of {batch})" if batch > 1 else ""
@@ -255,7 +255,7 @@ class Session:
         return PendingProposal(round=round_no, commit=commit.hexsha, change=proposal.change, proposer=proposal.proposer,
                                source=proposal.source, best_source=best_source, best_commit=commit.parents[0].hexsha)
 
-    def _decide(self, pending: PendingProposal) -> Decision | None:
+    def decide(self, pending: PendingProposal) -> Decision | None:
         """The person's decision on a proposal (None: the run was cancelled meanwhile)."""
         more = f" — {pending.queued} more in this batch" if pending.queued else ""
         self.on_event(ProposalEvent(round=pending.round, pending=pending,
@@ -267,7 +267,7 @@ class Session:
                                     + (f" — {decision.reason}" if decision.reason else "")))
         return decision
 
-    def _edit(self, pending: PendingProposal, decision: Decision) -> tuple[git.Commit, str, ProposerInfo]:
+    def commit_edit(self, pending: PendingProposal, decision: Decision) -> tuple[git.Commit, str, ProposerInfo]:
         """The person's revision committed on the proposal: (its commit, what it changes, its author)."""
         assert decision.source is not None
         person = decision.person or ProposerInfo(kind="person", name="person")
@@ -276,18 +276,18 @@ class Session:
                                      decision.reason, change=change)
         return commit, change, person
 
-    def _leave_unjudged(self, round_no: int, reason: str) -> None:
+    def leave_unjudged(self, round_no: int, reason: str) -> None:
         """The evaluator's own fault: nothing is known of the candidate, no verdict, the commit stays pending."""
         self.unjudged = f"round {round_no} not judged: {reason}"
-        self._log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
+        self.log(f"{self.unjudged}; it stays pending and is judged again when the run goes on", round_no)
 
-    def _accept(self, line: TrajectoryLine) -> ProfileRecord | None:
+    def accept(self, line: TrajectoryLine) -> ProfileRecord | None:
         """Best moves to an accepted verdict's commit; then its profile (None where there is none)."""
         self.ws.accept(self.ws.repo.commit(line.commit))
         self.on_event(BestChangedEvent(round=line.round, line=line, text=f"best is now {line.commit[:8]} (round {line.round})"))
         return self.profile_version(line.commit, line.round)
 
-    def _reject(self, pending: PendingProposal, reason: str | None) -> TrajectoryLine:
+    def reject_by_person(self, pending: PendingProposal, reason: str | None) -> TrajectoryLine:
         """The person's rejection, recorded without an evaluation; the proposer hears the reason."""
         line = TrajectoryLine(
             round=pending.round, change=pending.change, proposer=pending.proposer, commit=pending.commit,
@@ -295,7 +295,7 @@ class Session:
             incumbent_commit=pending.best_commit, device=self.evaluator.device,
         )
         self.ws.record_verdict(line)
-        self._finish_round(line, rejected_by_person=True)
+        self.finish_round(line, rejected_by_person=True)
         return line
 
     def profile_version(self, sha: str, round_no: int = 0) -> ProfileRecord | None:
@@ -303,11 +303,11 @@ class Session:
         cannot profile, the reason is said once and None returned; the run goes on without profiles."""
         if self.profiles_off() is None:
             where = f"round {round_no}" if round_no else "the baseline" if sha == self.ws.baseline.hexsha else sha[:8]
-            self._log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
+            self.log(f"{where}: profiling with Nsight Compute (one call at the benchmark shape)", round_no)
             try:
                 record = self.profiler.profile(sha)
             except Exception as exc:  # noqa: BLE001 - a profile is never worth the round it follows
-                self._log(f"{where}: no profile: {type(exc).__name__}: {exc}", round_no)
+                self.log(f"{where}: no profile: {type(exc).__name__}: {exc}", round_no)
                 return None
             if record.status != "unavailable":
                 self.on_event(ProfileEvent(round=round_no, record=record, text=f"{where}: {record.headline()}"))
@@ -315,7 +315,7 @@ class Session:
         if off is not None:
             if not self._said_profiles_off:
                 self._said_profiles_off = True
-                self._log(off, round_no)
+                self.log(off, round_no)
             return None
         return record
 
@@ -346,7 +346,7 @@ class Session:
             kind = "replay"
         return ProposerInfo(kind=kind, name=name or kind, model=trailers.get("Model") or None)
 
-    def _record(self, round_no, change, proposer, commit, incumbent, source, incumbent_source, result: EvalResult) -> TrajectoryLine:
+    def record_verdict(self, round_no, change, proposer, commit, incumbent, source, incumbent_source, result: EvalResult) -> TrajectoryLine:
         d = self.ws.evaluation_dir(round_no)
         (d / "candidate.py").write_text(source, encoding="utf-8")
         (d / "incumbent.py").write_text(incumbent_source, encoding="utf-8")
@@ -369,7 +369,7 @@ class Session:
         self.ws.record_verdict(line)
         return line
 
-    def _finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None,
+    def finish_round(self, line: TrajectoryLine, *, rejected_by_person: bool = False, edited_source: str | None = None,
                       profiled: ProfileRecord | None = None, measured: EvalResult | None = None) -> None:
         """`measured`: the figures the proposer learns from when they are not the verdict's own (a batch's
         re-gated candidate: its step is measured against the incumbent it was proposed from)."""
@@ -398,10 +398,10 @@ class Session:
         that stays when idle waits there instead (the person may write a candidate or run the final
         comparison) until it is cancelled, and returns None."""
         control = control or RunControl(cancel=self.cancel)
-        self._log(self.budget_note)
+        self.log(self.budget_note)
         with control.engine:
             for text in self.ws.reconcile():
-                self._log(f"repaired after a stop: {text}")
+                self.log(f"repaired after a stop: {text}")
             pre = self.preflight()
         if pre.status != "ok":
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=f"preflight failed: {pre.baseline}"))
@@ -428,7 +428,7 @@ class Session:
     def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
         warnings: list[str] = []
-        self._log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
+        self.log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
         comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source,
                                          runs=self.retest_runs, trusted=self.ws.best_is_pytorch_start)
         if comparison.status is Status.cancelled or self.cancel.is_set():
