@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PyTorch sides timed fairly, on a GPU, in parts that each fit one device call (run them in order):
+# The PyTorch sides timed fairly, on a GPU, in parts of under ten minutes each (run them in order):
 #   PART=copy     the copy's share of eager's time on imported problems (bench/pytorch_copy_share.py): S of
 #                 copying eager over returning eager; near 2 for one-input elementwise ops, near 1 for a matmul
 #   PART=suite    the suite of 2026-12-01 scored again with the fair PyTorch sides (bench/kernelbench/suite.py;

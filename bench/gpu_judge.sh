@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The judge across processes on a GPU, in parts that each fit one device call (run them in this order):
+# The judge across processes on a GPU, in parts of under ten minutes each (run them in this order):
 #   PART=smoke      one evaluation of each case below with this tree: does the GPU path run at all
 #   PART=catalogue  the attack catalogue and the boundary tests on the GPU (KT_TEST_DEVICE=cuda)
 #   PART=agree      every fixture's baseline against itself, with this tree and with the in-process timing of
