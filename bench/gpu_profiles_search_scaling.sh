@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The GPU measurements of profiles, the profile-aware search and parallel evaluation, one part per device call
-# (each fits the 10-minute limit). Writes under $OUT, few files (a device call brings back at most eight):
+# The GPU measurements of profiles, the profile-aware search and parallel evaluation, one part per GPU run
+# (each under ten minutes). Writes under $OUT, few files (eight at most per run):
 # a workspace's artifacts travel as one tarball.
 #   PART=profiles  bench/profile_versions.py on the fixtures: profile wall time, DRAM bytes vs the cost model,
 #                  ncu kernel time vs the evaluator's latency

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the worker sandbox: what it reports on this machine, the adversarial catalogue
+# One GPU run for the worker sandbox: what it reports on this machine, the adversarial catalogue
 # with it on (the sandbox cases switch the static policy off), the policy's module-graph walk against
 # this machine's torch and triton, and the sandbox's cost per gate decision with A/A gates on vector_add
 # and matmul. Everything lands in one tarball under $OUT.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call: the 25-step search on vector_add (bench/gpu_search_vector_add.sh) with its re-test and
+# One GPU run: the 25-step search on vector_add (bench/gpu_search_vector_add.sh) with its re-test and
 # torch.add, what its evaluations cost, the adversarial catalogue on the GPU (GPU-only cases included),
 # what matmul evaluations cost, and the spread of one real change over 10 fresh processes.
 # Everything lands in one tarball under $OUT (the device returns few files).

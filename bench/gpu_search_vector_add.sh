@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A 25-step built-in search run on vector_add on the GPU, its final re-test against the baseline, and
 # torch.add timed the same way against the best found. Stops the search at a time limit (it then
-# finalizes with the rounds it had) so the whole script fits one device call. Writes under $OUT.
+# finalizes with the rounds it had) so the whole script fits one GPU run of ten minutes. Writes under $OUT.
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; LIMIT=${LIMIT:-300}
 ws=${WS:-$(mktemp -d)/vector_add-search}
