@@ -38,6 +38,23 @@ def verdicts(suite: SuiteResult) -> list[tuple]:
     return rows
 
 
+def undecided(*results: SuiteResult) -> bool:
+    """Whether a gate in any of these runs could not tell (its interval spans zero). On interpreter timings
+    under CI's load a +59% candidate was once "not significant" in one run and accepted in the other; what
+    follows from the verdict (accepted, the scored round, fast_p) is then compared only where both runs
+    decided, and statuses, rounds and correctness always."""
+    return any("not significant" in ln.reason for suite in results for t in suite.tasks
+               for ln in Workspace.open(Path(t.workspace)).trajectory())
+
+
+def same_outcome(a: SuiteResult, b: SuiteResult) -> bool:
+    if not undecided(a, b):
+        return verdicts(a) == verdicts(b) and counts(a) == counts(b)
+    def keep(rows):  # task, rounds, eager measured, each round's number and status: none depend on timing
+        return [(r[0], r[2], r[3], r[8], [(n, status) for n, status, _ in r[9]]) for r in rows]
+    return keep(verdicts(a)) == keep(verdicts(b))
+
+
 def reasons(*results: SuiteResult) -> list[str]:
     """Every round's reason, to say why two runs' verdicts differ (CPU timings under load can)."""
     return [f"{t.task} round {ln.round}: {ln.status} {ln.accepted} {ln.reason}" for suite in results
@@ -76,8 +93,7 @@ def test_a_parallel_suite_stops_and_resumes_to_the_sequential_results(suites):
     assert suites["stopped"] is None and sum(suites["pending"].values()) >= 1  # a round committed, not judged
     assert sequential is not None and resumed is not None
     assert [t.task for t in resumed.tasks] == [GOOD, BAD]  # task order, not the order they ended in
-    assert verdicts(resumed) == verdicts(sequential), reasons(resumed, sequential)
-    assert counts(resumed) == counts(sequential)
+    assert same_outcome(resumed, sequential), reasons(resumed, sequential)
     saved = SuiteResult.model_validate_json((suites["opts"].out / "suite.json").read_text())
     assert saved.tasks == resumed.tasks
 
@@ -104,8 +120,7 @@ def test_a_dask_cluster_runs_the_same_suite(suites):
         suite = run_suite(opts, on_event=lambda task, e: lines.append(f"{task}: {e.text}"))
     assert suite is not None
     assert [t.task for t in suite.tasks] == [GOOD, BAD]
-    assert verdicts(suite) == verdicts(suites["sequential"]), reasons(suite, suites["sequential"])
-    assert counts(suite) == counts(suites["sequential"])
+    assert same_outcome(suite, suites["sequential"]), reasons(suite, suites["sequential"])
     assert any(f"{GOOD}: task 1/2: {GOOD} on worker tcp://" in line for line in lines)  # lines come back from workers
     assert (opts.out / "suite-report.md").is_file() and (opts.out / "results" / f"{GOOD}.json").is_file()
     assert not list(opts.out.glob(f"{PROBE}*"))
