@@ -20,15 +20,17 @@ case "$PART" in
       [ -n "$f" ] || { echo "no problem $p in $KB" >> "$OUT/copy.err"; continue; }
       [ -d "$WORK/tasks/$p" ] || $PY -m kernel_tui import kernelbench "$f" --out "$WORK/tasks/$p" >> "$OUT/copy.log" 2>&1
     done
-    timeout "${LIMIT:-540}" $PY bench/pytorch_copy_share.py --tasks "$WORK/tasks" --device cuda --runs 3 \
+    timeout "${LIMIT:-540}" $PY bench/pytorch_copy_share.py --tasks "$WORK/tasks" --device cuda --runs ${RUNS:-3} \
       --out "$OUT/copy.json" >> "$OUT/copy.log" 2>&1 ;;
   suite)
     timeout "${LIMIT:-540}" $PY bench/kernelbench/suite.py --kernelbench "$KB" --out "$WORK/suite" --device cuda \
       --runs 3 ${PROBLEMS:+--problems $PROBLEMS} >> "$OUT/suite.log" 2>&1
     cp "$WORK/suite/suite/suite.json" "$WORK/suite/suite/suite-report.md" "$OUT/" 2>/dev/null ;;
   residual)
-    timeout "${LIMIT:-540}" $PY bench/window_residual.py --task fixtures/vector_add \
-      --candidate bench/candidates/vector_add_block1024.py --ks 1,2,4,8,16,32 --pairs 10 --device cuda \
-      --out "$OUT/residual-vector_add.json" >> "$OUT/residual.log" 2>&1 ;;
+    # FIXTURE and CANDIDATE pick the pair; KERNEL_TUI_FLUSH=read|write how the L2 is emptied (timing.py)
+    fx=${FIXTURE:-vector_add}; name=$fx-${KERNEL_TUI_FLUSH:-write}
+    timeout "${LIMIT:-540}" $PY bench/window_residual.py --task "fixtures/$fx" \
+      --candidate "${CANDIDATE:-bench/candidates/vector_add_block1024.py}" --ks 1,2,4,8,16,32 --pairs 10 --device cuda \
+      --out "$OUT/residual-$name.json" >> "$OUT/residual-$name.log" 2>&1 ;;
 esac
 echo done

@@ -41,6 +41,7 @@ ENV_ALLOWLIST = {
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
     # the judge's window length, for measuring it (timing.py)
     "KERNEL_TUI_WINDOW_SECONDS",
+    "KERNEL_TUI_FLUSH",
 }
 
 ProgressFn = Callable[[str, int, int], None]

@@ -55,6 +55,9 @@ INTERPRETER_SETS = 2  # calls alternate between two sets: no call meets the buff
 # A window this long puts the handoff's few µs of spread (between kernels, measured on an H200) under 1% of it,
 # and the difference between two sides' spreads far under that (KERNEL_TUI_WINDOW_SECONDS: for measuring).
 WINDOW_SECONDS = float(os.environ.get("KERNEL_TUI_WINDOW_SECONDS", "5e-4"))
+# How the L2 is emptied before a window: "write" zeroes a buffer twice its size (its lines are left dirty, to be
+# written back while the window's first calls run), "read" reads it (clean lines, nothing to write back).
+FLUSH_MODE = os.environ.get("KERNEL_TUI_FLUSH", "write")
 # And no more than this many bytes of inputs and outputs in one window: the K sets together are what a
 # window's calls touch, and a footprint of gigabytes costs the calls TLB misses a single call never meets
 # (a window of 78 sets, 3.7 GB, read vector_add at 33.6 µs per call; one flushed call reads 23.7 µs).

@@ -27,6 +27,7 @@ from kernel_tui.core.evaluator.timing import (
     HOLD_MIN_SECONDS,
     PROBE_QUIET,
     ROLES,
+    FLUSH_MODE,
     BlockTimer,
     busy,
     first_draw,
@@ -76,7 +77,8 @@ class Signals:
 class GpuWindows:
     def __init__(self, timer: BlockTimer) -> None:
         self.t = timer
-        self.flush = torch.empty(max(timer.memory.flush_bytes, 4) // 4, dtype=torch.int32, device="cuda")
+        self.flush = torch.zeros(max(timer.memory.flush_bytes, 4) // 4, dtype=torch.int32, device="cuda")
+        self.sink = torch.zeros((), dtype=torch.int64, device="cuda")
         self.hold = self.probe_hold = self.base_hold = HOLD_MIN_SECONDS
         self.retakes = 0
         self.windows = 0
@@ -132,7 +134,7 @@ class GpuWindows:
         # has this window's inputs to work on.
         for s in sets:
             s.give_inputs(role)
-        self.flush.zero_()
+        self._flush_l2()
         before = untouched.flag() if untouched is not None else None
         start.record()
         signals.open_gate(self.stream, seq)
@@ -166,6 +168,12 @@ class GpuWindows:
             self._verify(bool(before), not bool(changed), bool(good), sets, role)
             self._spent("checks", t0)
         return start.elapsed_time(end) / 1e3, late
+
+    def _flush_l2(self) -> None:
+        if FLUSH_MODE == "read":
+            torch.sum(self.flush, dim=0, dtype=torch.int64, out=self.sink)
+        else:
+            self.flush.zero_()
 
     def _verify(self, before: bool, unchanged: bool, good: bool, sets: list[ArgumentSet], role: str) -> None:
         status = "tampering" if role == "candidate" else "invalid_task"
