@@ -25,7 +25,9 @@ case "$PART" in
   suite)
     timeout "${LIMIT:-540}" $PY bench/kernelbench/suite.py --kernelbench "$KB" --out "$WORK/suite" --device cuda \
       --runs 3 ${PROBLEMS:+--problems $PROBLEMS} >> "$OUT/suite.log" 2>&1
-    cp "$WORK/suite/suite/suite.json" "$WORK/suite/suite/suite-report.md" "$OUT/" 2>/dev/null ;;
+    cp "$WORK/suite/suite/suite.json" "$WORK/suite/suite/suite-report.md" "$OUT/" 2>/dev/null
+    # the suite's folder, to resume from on a fresh machine: unpack it into WORK here and carry WORK
+    tar czf "$OUT/kt-fair-suite.tgz" -C "$WORK" suite ;;
   residual)
     # FIXTURE and CANDIDATE pick the pair; KERNEL_TUI_FLUSH=read|write how the L2 is emptied (timing.py)
     fx=${FIXTURE:-vector_add}; name=$fx-${KERNEL_TUI_FLUSH:-write}

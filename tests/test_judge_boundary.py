@@ -207,3 +207,41 @@ def test_edge_values_stay_inside_the_distribution_and_include_zero_and_the_tails
     t = torch.randn(10_000)
     plant_edges(t, normal, seed=1)
     assert int((t == 0).sum()) > 100 and int((t.abs() > 5).sum()) > 100
+
+
+def test_a_profiled_worker_is_in_a_user_namespace_made_before_ncu_started_or_says_why_not(tmp_path, monkeypatch):
+    """Under Nsight Compute a worker has threads before it can confine itself, and a process with threads cannot
+    enter a user namespace (EINVAL): the one netns.py made before ncu started counts; as root, where ncu needs
+    root's user, the layer is missing with that reason, not a thread count."""
+    host, child = tmp_path / "host", tmp_path / "child"
+    host.write_text("         0          0 4294967295\n")
+    child.write_text("         0          0          1\n")
+    assert not confine.in_child_user_namespace(str(host)) and confine.in_child_user_namespace(str(child))
+    assert not confine.in_child_user_namespace(str(tmp_path / "none"))
+
+    class Threads:  # unshare(user) in a process with threads
+        def unshare(self, flags):
+            return -1
+
+    monkeypatch.setattr(confine, "in_child_user_namespace", lambda: True)
+    assert confine._namespaces(Threads(), network=False) == [("user namespace (made before the profiler started)", None)]
+    monkeypatch.setattr(confine, "in_child_user_namespace", lambda: False)
+    monkeypatch.setattr(confine.os, "geteuid", lambda: 0)
+    [(name, why)] = confine._namespaces(Threads(), network=False)
+    assert name == "user namespace" and "root" in why and "threads" not in why
+
+
+def test_a_missing_layer_refuses_a_candidates_profile_but_not_the_tasks_own_pytorch_baseline():
+    from kernel_tui.core.evaluator.models import WorkerRequest
+    from kernel_tui.core.evaluator.worker import refusal
+
+    task = load_task(FIXTURES / "vector_add")
+    base = dict(task=task.spec.model_dump(mode="json", by_alias=True), reference_source=task.reference_source,
+                candidate_source=task.baseline_source, device="cpu", profile=True)
+    missing = SandboxReport(active=["no new privileges"], missing=[
+        "user namespace: a profiled worker run as root keeps root's user"])
+    why = refusal(WorkerRequest(**base), missing)
+    assert why is not None and why.startswith("candidates would not be confined") and "--unconfined" in why
+    assert refusal(WorkerRequest(**base, trusted=True), missing) is None
+    assert refusal(WorkerRequest(**base, allow_unconfined=True), missing) is None
+    assert refusal(WorkerRequest(**base), SandboxReport(active=["no new privileges"])) is None

@@ -365,7 +365,7 @@ class Evaluator:
             enforce_policy=self.enforce_policy and not trusted,
             sandbox=for_worker(sandbox, workdir) if sandbox else None,
             memory_level=self.memory_level, memory_budget=self.memory_budget, profile=profile,
-            allow_unconfined=self.unconfined,
+            allow_unconfined=self.unconfined, trusted=trusted,
         )
 
     def compile_facts(self, candidate: str) -> WorkerResult:

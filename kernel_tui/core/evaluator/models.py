@@ -71,6 +71,8 @@ class WorkerRequest(_Frozen):
     timeout_seconds: float = 180.0  # the judge's own limit for the block (the caller kills it a little later)
     # run the sides even where essential confinement (user namespaces, Landlock) is missing: --unconfined
     allow_unconfined: bool = False
+    # the task's own PyTorch baseline (the user's code, not a candidate's): run even where a layer is missing
+    trusted: bool = False
     # drawn by the caller for each block, read by the judge only after its workers are forked: every input,
     # poison and check position derives from it, so no side can know the inputs it will be timed on
     secret: int = 0

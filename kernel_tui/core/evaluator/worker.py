@@ -201,6 +201,19 @@ def _confine(req: WorkerRequest) -> tuple[SandboxReport, Guard | None]:
     return report, guard
 
 
+def refusal(req: WorkerRequest, confined: SandboxReport) -> str | None:
+    """Why this worker must not load its source, if it must not: a layer of the sandbox is missing and nobody
+    opted out of it. Refused before anything is loaded, as the judge does; the task's own PyTorch baseline is
+    the user's code, not a candidate's, and runs anyway."""
+    from kernel_tui.core.evaluator.judge import unconfined
+
+    missing = unconfined(confined)
+    if not missing or req.allow_unconfined or req.trusted:
+        return None
+    return (f"candidates would not be confined on this machine ({'; '.join(missing)}): nothing was run; "
+            "profile anyway with --unconfined (or KERNEL_TUI_SANDBOX=0)")
+
+
 def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[0]), Path(argv[1])
     progress = _Progress(request_path.parent / "progress.jsonl")
@@ -210,13 +223,9 @@ def main(argv: list[str]) -> int:
     except SandboxRefused as exc:  # this machine's fault, not the candidate's: nothing of it was loaded
         _write(result_path, WorkerResult(status=Status.evaluator_fault, reason=f"sandbox: {exc}"))
         os._exit(0)
-    from kernel_tui.core.evaluator.judge import unconfined
-
-    missing = unconfined(confined)
-    if missing and not req.allow_unconfined:  # refused before the candidate is loaded, as the judge does
-        _write(result_path, WorkerResult(status=Status.evaluator_fault, sandbox=confined, reason=(
-            f"candidates would not be confined on this machine ({'; '.join(missing)}): nothing was run; "
-            "profile anyway with --unconfined (or KERNEL_TUI_SANDBOX=0)")))
+    refused = refusal(req, confined)
+    if refused is not None:
+        _write(result_path, WorkerResult(status=Status.evaluator_fault, sandbox=confined, reason=refused))
         os._exit(0)
     try:
         result = run(req, request_path.parent, progress, guard)

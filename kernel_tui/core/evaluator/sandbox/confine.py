@@ -89,6 +89,14 @@ def _namespaces(libc, network: bool = True) -> list[tuple[str, str | None]]:
     under ncu may not be: its injection library starts threads)."""
     uid, gid = os.getuid(), os.getgid()
     if not network:  # the profiler's private network is this worker's already: keep it, drop the rights
+        # ncu's injection library starts threads before any of this runs, and a process with threads cannot
+        # enter a user namespace: netns.py made one before ncu started, except for root, whom ncu needs as
+        # root (the GPU's counters are root's unless the driver allows every user)
+        if in_child_user_namespace():
+            return [("user namespace (made before the profiler started)", None)]
+        if os.geteuid() == 0:
+            return [("user namespace", "a profiled worker run as root keeps root's user: Nsight Compute reads the "
+                                       "GPU's counters as root (profile as a user the driver allows, or --unconfined)")]
         if libc.unshare(CLONE_NEWUSER) != 0:
             return [("user namespace", _unshare_failed("unshare(user)"))]
         return [_map_ids(uid, gid, "user namespace")]
@@ -101,6 +109,16 @@ def _namespaces(libc, network: bool = True) -> list[tuple[str, str | None]]:
                     ("user namespace", f"{why}: the worker keeps root's capabilities over the host")]
         return [("no network", why)]
     return [_map_ids(uid, gid, "no network, no shared IPC (user, network and IPC namespaces)")]
+
+
+def in_child_user_namespace(uid_map: str = "/proc/self/uid_map") -> bool:
+    """Whether this process is in a user namespace other than the host's (whose map is the full range)."""
+    try:
+        with open(uid_map) as f:
+            rows = [line.split() for line in f.read().splitlines() if line.strip()]
+    except OSError:
+        return False
+    return rows != [["0", "0", "4294967295"]]
 
 
 def _unshare_failed(what: str) -> str:
