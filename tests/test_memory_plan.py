@@ -79,6 +79,24 @@ def test_no_retry_plan_needs_more_memory_than_the_first_and_a_refusal_adds_up():
     assert all(mem.gib(p) in refused.refusal() for p in (*parts, refused.peak_bytes(1)))
 
 
+def test_a_problem_whose_first_plan_cannot_fit_is_planned_smallest_instead_of_refused():
+    # KernelBench's RMSNorm at its size, fp32 (7 GiB in, 7 GiB out): on an H200 the first plan needed 106.25 GiB
+    # of 98.26 usable and the problem could not be measured at all. The same squeeze here with vector_add's
+    # three 7 GiB tensors: the first plan needs 148 GiB, the smallest with one call's room for the kernels 120
+    spec = vector_add_spec()
+    spec = spec.model_copy(update={"tensors": [t.model_copy(update={"dtype": "float32"}) for t in spec.tensors]})
+    dims = {"rows": 65536, "cols": 28672}  # 7 GiB per tensor in float32
+    free = math.ceil(130 * mem.GiB / (1 - mem.HEADROOM))
+    first = mem.plan(spec, "main", dims, free_bytes=free, l2_bytes=60 * 2**20)
+    assert not first.fits
+    got = mem.fitting_plan(spec, "main", dims, free_bytes=free, l2_bytes=60 * 2**20)
+    assert got.fits and got.level == mem.SMALLEST and got.max_sets == 1 and not got.stale
+    assert got.workspace_bytes >= got.call_bytes and got.peak_bytes(1) <= got.budget_bytes
+    assert mem.fitting_plan(spec, "main", dims, free_bytes=2**50, l2_bytes=60 * 2**20).level == 0  # when it fits
+    hopeless = mem.fitting_plan(spec, "main", dims, free_bytes=40 * mem.GiB, l2_bytes=60 * 2**20)
+    assert not hopeless.fits and "does not fit" in hopeless.refusal()
+
+
 def test_an_integer_inputs_fill_fits_in_the_room_the_plan_keeps():
     # integers are drawn as int64 and converted: an int8 input briefly needs nine times its size
     spec = vector_add_spec()

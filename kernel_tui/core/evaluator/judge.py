@@ -30,10 +30,10 @@ from kernel_tui.core.evaluator.memory import (
     MemoryPlan,
     blame_out_of_memory,
     evaluator_out_of_memory,
+    fitting_plan,
     free_bytes,
     is_out_of_memory,
 )
-from kernel_tui.core.evaluator.memory import plan as memory_plan
 from kernel_tui.core.evaluator.models import CaseResult, Environment, Status, WorkerRequest, WorkerResult, last_resort
 from kernel_tui.core.evaluator.protocol import Command, Reply, WorkerSetup
 from kernel_tui.core.evaluator.side import Side, SideFault
@@ -216,8 +216,8 @@ class Judge:
     def plan_for(self, case) -> MemoryPlan:
         # as the timer assumes when the device reports no L2 size
         l2 = (self.env.l2_bytes if self.env else None) or (50 * 2**20 if self.req.device == "cuda" else 0)
-        return memory_plan(self.spec, case.name, case.dims, free_bytes=self.free, l2_bytes=l2,
-                           level=self.req.memory_level)
+        return fitting_plan(self.spec, case.name, case.dims, free_bytes=self.free, l2_bytes=l2,
+                            level=self.req.memory_level)
 
     @property
     def stale(self) -> bool:
