@@ -22,13 +22,13 @@ from kernel_tui.core import events as ev
 from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
 from kernel_tui.core.evaluator.models import Status
-from kernel_tui.core.records import ProposerInfo
+from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite import run as suite_run
 from kernel_tui.core.suite.command import add_parser
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.run import run_suite
-from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options
+from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options, fastest_correct
 from kernel_tui.core.suite.score import (
     bootstrap_interval,
     describe_score,
@@ -630,3 +630,18 @@ def test_the_command_summary_says_how_many_correct_tasks_scored_a_gate_rejected_
     assert ("suite done: 1 of 2 tasks correct (1 not faster than eager through the gate: the fastest correct "
             "candidate scored)") in printed
     assert "no task could be scored" not in printed
+
+
+def test_the_fastest_correct_candidate_is_chosen_over_every_shape_not_the_main_one():
+    """Scored when no Triton version was accepted: L2-12 was taken at 1.87× on its main shape although the
+    gate found it 136% slower at its second shape; the gate's estimate over all shapes decides now."""
+    def line(n, latency, improvement, status="ok"):
+        return TrajectoryLine(round=n, change="c", proposer=ProposerInfo(kind="replay", name="r"), commit=f"{n:040x}",
+                              status=status, reason="rejected", accepted=False, latency=latency, improvement=improvement)
+
+    main_only = line(1, 1.0e-3, -0.40)  # fastest at the main shape, far slower at the other
+    everywhere = line(2, 1.2e-3, -0.05)
+    wrong = line(3, 0.5e-3, None, status="incorrect")
+    assert fastest_correct([main_only, everywhere, wrong]) is everywhere
+    assert fastest_correct([line(4, 2e-3, None), line(5, 1e-3, None)]).round == 5  # no estimate: by latency
+    assert fastest_correct([wrong]) is None

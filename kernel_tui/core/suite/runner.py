@@ -348,8 +348,7 @@ class SuiteRunner:
             # No Triton version beat eager through the gate. KernelBench counts a correct kernel whatever its
             # speed (fast_0), so the fastest correct Triton candidate is scored, and the result says so.
             lines = ws.trajectory()
-            fastest = min((ln for ln in lines if ln.status == "ok" and ln.latency),
-                          key=lambda ln: ln.latency or 0.0, default=None)
+            fastest = fastest_correct(lines)
             if fastest is None:
                 return TaskResult(status="failed", reason=no_triton_kernel(lines, o.proposer), complete=True,
                                   best_is_baseline=True, **base)
@@ -412,3 +411,15 @@ def device_suspect(result: TaskResult) -> bool:
     if not result.complete or not result.correct:
         return True
     return any(score is not None and not score.available for score in (result.eager, result.compile))
+
+
+def fastest_correct(lines: list[TrajectoryLine]) -> TrajectoryLine | None:
+    """The correct round that came closest to eager when none was accepted: by the gate's estimate over all
+    its shapes (every round's incumbent was the eager start, so the estimates compare), by the main shape's
+    latency only among rounds without one. A kernel fast at the main shape and 2× slower at another is not
+    the fastest."""
+    ok = [ln for ln in lines if ln.status == "ok" and ln.latency]
+    estimated = [ln for ln in ok if ln.improvement is not None]
+    if estimated:
+        return max(estimated, key=lambda ln: ln.improvement or 0.0)
+    return min(ok, key=lambda ln: ln.latency or 0.0, default=None)
