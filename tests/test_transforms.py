@@ -52,7 +52,8 @@ EXPECTED = {
     "matmul": {
         "const:BLOCK_M": 64, "const:BLOCK_N": 64, "const:BLOCK_K": 32,
         "launch:matmul_kernel:0:num_warps": 4, "launch:matmul_kernel:0:num_stages": 2,
-        "kernel:matmul_kernel:launch_order": "row-major", "loop:matmul_kernel:0:unroll": 1,
+        "kernel:matmul_kernel:launch_order": "row-major", "kernel:matmul_kernel:k_mask": "masked",
+        "loop:matmul_kernel:0:unroll": 1,
         "kernel:matmul_kernel:eviction_policy": "", "kernel:matmul_kernel:cache_modifier": "",
     },
 }
@@ -184,6 +185,34 @@ def test_grouped_launch_order_is_offered_once_and_brings_group_m():
     assert {"const:BLOCK_M", "const:BLOCK_N", "const:BLOCK_K"} <= set(b.knobs)
 
 
+def test_the_unmasked_k_loop_is_offered_where_its_guard_holds_and_nowhere_else():
+    src = baseline("matmul")
+    a = analyze(src)
+    [even] = [x for x in a.actions() if x.kind == "k_mask"]
+    assert even.change == "unmasked K loop when K is a multiple of its block (EVEN_K guard at launch)"
+    out = a.apply(even)
+    assert "EVEN_K: tl.constexpr," in out and "EVEN_K=K % BLOCK_K == 0," in out
+    assert "if EVEN_K:\n            mask_k = tl.full([BLOCK_K], 1, tl.int1)\n        else:\n            mask_k = k_idx < K" in out
+    b = analyze(out)
+    assert b.knobs["kernel:matmul_kernel:k_mask"].value == "unmasked when even"
+    assert not any(x.kind == "k_mask" for x in b.actions())  # once
+    assert {"const:BLOCK_K", "kernel:matmul_kernel:launch_order"} <= set(b.knobs)  # the rest still moves
+    # with the grouped launch order first, it is still offered, and both edits compose
+    grouped = analyze(a.apply(next(x for x in a.actions() if x.kind == "launch_order")))
+    assert any(x.kind == "k_mask" for x in grouped.actions())
+    # a literal block at the launch would not follow a later change of the block: the guard could go stale
+    literal = src.replace("BLOCK_K=BLOCK_K,", "BLOCK_K=32,")
+    assert not any(x.kind == "k_mask" for x in analyze(literal).actions())
+    # a loop that does not start at 0, or a mask of another bound, is not the pattern
+    assert not any(x.kind == "k_mask" for x in analyze(src.replace("range(0, K, BLOCK_K)", "range(1, K, BLOCK_K)")).actions())
+    assert not any(x.kind == "k_mask" for x in analyze(src.replace("mask_k = k_idx < K", "mask_k = k_idx < M")).actions())
+    # an index built from another arange (not BLOCK_K wide) proves nothing
+    assert not any(x.kind == "k_mask" for x in analyze(src.replace("offs_k = tl.arange(0, BLOCK_K)",
+                                                                   "offs_k = tl.arange(0, BLOCK_N)")).actions())
+    # EVEN_K already a name somewhere: nothing is added over it
+    assert not any(x.kind == "k_mask" for x in analyze(src.replace("acc = tl.zeros", "EVEN_K = 1\n    acc = tl.zeros")).actions())
+
+
 def _check_byte_for_byte(a: Analysis, source: str) -> int:
     data = source.encode("utf-8")
     checked = 0
@@ -274,7 +303,8 @@ def test_unusual_sources_are_survived():
 
 
 # --- correctness on the CPU interpreter ---------------------------------------------------------------------
-KINDS = ("block", "num_warps", "num_stages", "unroll", "eviction_policy", "cache_modifier", "launch_order", "group")
+KINDS = ("block", "num_warps", "num_stages", "unroll", "eviction_policy", "cache_modifier", "launch_order", "group",
+         "k_mask")
 
 
 def sample_candidates(seed: int = 7) -> list[tuple[str, str, str]]:
@@ -300,6 +330,10 @@ def sample_candidates(seed: int = 7) -> list[tuple[str, str, str]]:
             if action not in picked:
                 picked.append(action)
         out += [(name, action.change, a.apply(action)) for action in picked]
+        if name == "matmul":  # the unmasked K loop on the grouped launch order: the two structural edits together
+            grouped = analyze(a.apply(next(x for x in actions if x.kind == "launch_order")))
+            even = next(x for x in grouped.actions() if x.kind == "k_mask")
+            out.append((name, "grouped launch order, then " + even.change, grouped.apply(even)))
         if name == "matmul":  # GROUP_M is a knob only once the launch order is grouped
             grouped = analyze(a.apply(next(x for x in actions if x.kind == "launch_order")))
             g = next(x for x in grouped.actions() if x.kind == "group" and x.new == 4)
@@ -311,7 +345,7 @@ def sample_candidates(seed: int = 7) -> list[tuple[str, str, str]]:
 
 def test_the_sample_covers_every_kind():
     sample = sample_candidates()
-    assert len(sample) <= 3 * len(FIXTURE_NAMES) + 1
+    assert len(sample) <= 3 * len(FIXTURE_NAMES) + 2
     assert len({src for _, _, src in sample}) == len(sample)
     assert any(change.startswith("grouped launch order") for _, change, _ in sample)
 

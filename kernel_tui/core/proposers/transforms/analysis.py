@@ -12,12 +12,14 @@ from collections.abc import Callable
 
 from kernel_tui.core.astutil import dotted_name
 from kernel_tui.core.proposers.transforms.constraints import SanityBounds
+from kernel_tui.core.proposers.transforms.even_k import EvenKLoop
 from kernel_tui.core.proposers.transforms.families import KnobFamilies
 from kernel_tui.core.proposers.transforms.knobs import (
     DEFAULT_GROUP,
     LAUNCH_OPTIONS,
     RANGE_FUNCS,
     SHAPE_FUNCS,
+    STRUCTURAL_KINDS,
     Action,
     Kernel,
     Knob,
@@ -29,7 +31,7 @@ from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
 
 
-class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
+class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -65,6 +67,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
             self._precision_knobs()
             self._unroll_knobs()
             self._launch_order_knobs()
+            self._even_k_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -122,7 +125,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
 
     def assignment_after(self, action: Action) -> dict[str, int | str]:
         """The knob assignment of `apply(action)` (a structural change is analysed afresh)."""
-        if action.kind == "launch_order":
+        if action.kind in STRUCTURAL_KINDS:
             return analyze(self.apply(action), allow_unroll=self.allow_unroll).assignment
         return {**self.assignment, action.knob: action.new}
 
@@ -135,6 +138,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, SanityBounds):
     def describe(self, knob: Knob, new: int | str) -> str:
         if knob.kind == "launch_order":
             return f"grouped launch order GROUP_M={DEFAULT_GROUP}"
+        if knob.kind == "k_mask":
+            where = f" of {knob.label}" if self._kernel_count() > 1 else ""
+            return f"unmasked K loop{where} when K is a multiple of its block (EVEN_K guard at launch)"
         if knob.kind in ("eviction_policy", "cache_modifier"):
             where = f"on loads of {knob.label}" if self._kernel_count() > 1 else "on loads"
             if knob.value == "":

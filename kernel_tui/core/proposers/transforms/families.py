@@ -16,6 +16,7 @@ from kernel_tui.core.proposers.transforms.knobs import (
     DEFAULT_NUM_WARPS,
     DOT_BLOCK_BOUNDS,
     DOT_PRECISIONS,
+    EVEN_K_GUARD,
     EVICTION_POLICIES,
     FACTORS,
     GROUP_SIZES,
@@ -70,8 +71,8 @@ class KnobFamilies:
         for launch in self.launches:
             k = launch.kernel
             for param, expr in launch.bindings.items():
-                if param not in k.constexpr:
-                    continue
+                if param not in k.constexpr or param == EVEN_K_GUARD:
+                    continue  # the guard reads the block's current value at every launch: it follows any change
                 if isinstance(expr, ast.Name) and expr.id in self.consts:
                     uses.setdefault(f"const:{expr.id}", []).append((k, param, launch))
                 elif int_value(expr) is not None:
