@@ -153,8 +153,8 @@ class EvenKLoop:
                 continue
             name, value = stmt.targets[0].id, stmt.value
             if (index is None and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
-                    and {_name(value.left), _name(value.right)} & {var}
-                    and aranges.get(_name(value.right) if _name(value.left) == var else _name(value.left) or "") == block):
+                    and var in (_name(value.left), _name(value.right))
+                    and aranges.get(_name(value.right if _name(value.left) == var else value.left) or "") == block):
                 if stores(name) != 1:
                     return None
                 index = name
