@@ -162,3 +162,45 @@ def test_an_edit_or_own_candidate_that_cannot_run_costs_no_round_and_is_kept_to_
     host_sum = best + "\n\ndef helper(x):\n    return x.sum()\n"  # torch compute in host code: a rule, named
     said = controller.write_own(host_sum, "mine")
     assert said is not None and "no round spent" in said and not controller.proposer.has_draft
+
+
+def test_an_unattended_run_stops_after_its_patience_and_the_screen_does_not(tmp_path, monkeypatch):
+    """`patience` (the published format's): an unattended run stops after that many rounds of its own in a row
+    without an accepted version, says why, and still ends with its final re-test; on the screen the person
+    decides, and the same rejections go on until the proposer is done."""
+    import json
+    import shutil
+
+    task = tmp_path / "task"
+    shutil.copytree(FIXTURES / "vector_add", task)
+    spec = json.loads((task / "task.json").read_text())
+    spec["optimization"]["patience"] = 2
+    (task / "task.json").write_text(json.dumps(spec))
+
+    def session_on(name: str, events: list) -> tuple[Session, Workspace]:
+        ws = Workspace.create(task, path=tmp_path / name)
+        ws.write_json("preflight.json", Preflight(status="ok", reference="ok", baseline="correct", device="cpu"))
+        return Session(ws, StubEvaluator(), ReplayProposer(CANDIDATES), Rejects(), max_steps=10,  # type: ignore[arg-type]
+                       on_event=events.append), ws
+
+    events: list[ev.Event] = []
+    headless, ws = session_on("headless", events)
+    ended: list = []
+    monkeypatch.setattr(headless, "finalize", lambda why=None: ended.append(why))
+    headless.run(RunControl())
+    assert len(ws.trajectory()) == 2
+    assert ended == ["patience: 2 rounds in a row without an accepted version (the task's patience is 2)"]
+    assert any(isinstance(e, ev.IdleEvent) and e.text.startswith("idle: patience: 2 rounds") for e in events)
+
+    screen_events: list[ev.Event] = []
+    screen, screen_ws = session_on("screen", screen_events)
+    control = RunControl(stay_when_idle=True, cancel=screen.cancel)
+    loop = threading.Thread(target=lambda: screen.run(control))
+    loop.start()
+    try:
+        wait(lambda: any(isinstance(e, ev.IdleEvent) for e in screen_events))
+        assert len(screen_ws.trajectory()) > 2  # every candidate, rejected one after another
+        assert not any("patience" in e.text for e in screen_events)
+    finally:
+        control.cancel.set()
+        loop.join(timeout=20)

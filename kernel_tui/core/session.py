@@ -80,6 +80,7 @@ class Session:
         self.evaluator.cancel = self.cancel
         self.on_event = on_event or (lambda e: None)
         self.retest_runs = retest_runs or (5 if evaluator.device == "cuda" else 2)
+        self._first_round = 1  # the first round of the current run (run() sets it): patience counts from there
         self.health_check: Callable[[str], str | None] = cuda_health  # asked after a failure on a GPU
         saved = workspace.read_json("session.json")
         state = SessionState.model_validate(saved) if saved else None
@@ -406,11 +407,16 @@ class Session:
         if pre.status != "ok":
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=f"preflight failed: {pre.baseline}"))
             return None
+        stopped: str | None = None
+        self._first_round = self.ws.next_round()  # patience counts this run's rounds, not a resumed one's
         while control.wait_for_go():
             with control.engine:
                 if self.cancel.is_set():
                     break
                 line = self.step()
+            if line is not None and not control.stay_when_idle and (stopped := self.out_of_patience()):
+                self.on_event(IdleEvent(budget_spent=False, text=f"idle: {stopped}"))
+                break  # unattended only: on the screen the person decides when a run has gone on long enough
             if line is None and not self.cancel.is_set():
                 spent = self.remaining <= 0 and not self.unjudged
                 why = self.unjudged or ("budget spent" if spent else "the proposer has nothing more to propose")
@@ -423,7 +429,21 @@ class Session:
         if self.cancel.is_set():
             self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing="stopped before the final re-test"))
             return None
-        return self.finalize(self.unjudged)
+        return self.finalize(stopped or self.unjudged)
+
+    def out_of_patience(self) -> str | None:
+        """Why an unattended run stops early: the task's `patience` rounds of this run in a row, the last ones,
+        without an accepted version (the published format's rule; a rejection counts, an evaluator fault is
+        no round)."""
+        patience = self.ws.task.spec.optimization.patience
+        tail = 0
+        for line in reversed(self.ws.trajectory()):
+            if line.accepted or line.round < self._first_round:
+                break
+            tail += 1
+        if tail < patience or self.remaining <= 0:
+            return None  # a budget spent says so itself
+        return f"patience: {tail} rounds in a row without an accepted version (the task's patience is {patience})"
 
     def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
