@@ -94,10 +94,12 @@ def _namespaces(libc, network: bool = True) -> list[tuple[str, str | None]]:
         # root (the GPU's counters are root's unless the driver allows every user)
         if in_child_user_namespace():
             return [("user namespace (made before the profiler started)", None)]
-        if os.geteuid() == 0:
-            return [("user namespace", "a profiled worker run as root keeps root's user: Nsight Compute reads the "
-                                       "GPU's counters as root (profile as a user the driver allows, or --unconfined)")]
         if libc.unshare(CLONE_NEWUSER) != 0:
+            if ctypes.get_errno() == errno.EINVAL and os.geteuid() == 0:
+                return [("user namespace", "not under Nsight Compute as root: its threads run in the worker before "
+                                           "the worker can confine itself, and the private network made for it keeps "
+                                           "root's user so that it can read the GPU's counters (profile as a user "
+                                           "the driver allows, or --unconfined)")]
             return [("user namespace", _unshare_failed("unshare(user)"))]
         return [_map_ids(uid, gid, "user namespace")]
     if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC) != 0:
