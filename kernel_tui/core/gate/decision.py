@@ -206,7 +206,6 @@ def _stage_one(ev: _Evidence, policy: GatePolicy) -> tuple[Decision, str, float,
     return "continue", f"undecided: {ev.headline(a)}; {why}", a, False
 
 
-
 def decide(
     blocks: Sequence[Block],
     policy: GatePolicy = DEFAULT_POLICY,
@@ -260,7 +259,6 @@ def decide(
         f"confirmed with {pct(fresh_improvement)} on the {plural(n_conf, 'fresh block')}"
     )
     return combined.verdict("accept", reason, a, len(blocks), n_conf)
-
 
 
 def summarize(verdict: Verdict) -> str:

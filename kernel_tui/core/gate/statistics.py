@@ -49,7 +49,6 @@ class BlockStats:
         return self.mean - _t_crit(alpha, self.blocks - 1) * self.se
 
 
-
 @lru_cache(maxsize=512)
 def _t_crit(alpha: float, df: int) -> float:
     """Upper-alpha critical value of Student's t with df degrees of freedom."""
@@ -71,7 +70,6 @@ def to_fraction(log_ratio: float) -> float:
     if log_ratio == -math.inf:
         return -math.inf
     return -math.expm1(-log_ratio)
-
 
 
 def log_ratios(block: Block) -> np.ndarray:
