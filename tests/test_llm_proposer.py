@@ -392,7 +392,7 @@ def test_the_agent_is_told_the_rules_the_policy_and_the_sandbox_enforce():
     from kernel_tui.core.proposers.prompt import _policy
 
     told = _policy()
-    rules = set(re.findall(r'self\.add\(\s*"([a-z-]+)"', (ROOT / "kernel_tui/core/policy.py").read_text()))
+    rules = set(re.findall(r'self\.add\(\s*"([a-z-]+)"', (ROOT / "kernel_tui/core/policy/checker.py").read_text()))
     assert {"attribute-not-allowed", "module-alias", "introspection"} <= rules
     assert {"attribute-not-allowed", "module-alias", "introspection", "torch-compute"} <= {r for r in rules if r in told}
     assert "sandbox_violation" in told and all(name in told for name in policy.ALLOWED_IMPORTS - {"__future__"})

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui.core import policy_allowlist as allow
 from kernel_tui.core.policy import (
     ALLOWED_IMPORTS,
     ALLOWED_PATHS,
@@ -33,6 +32,7 @@ from kernel_tui.core.policy import (
     MODULE_PATHS,
     check_source,
 )
+from kernel_tui.core.policy import allowlist as allow
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec, load_task
 from tests.conftest import FIXTURE_NAMES, FIXTURES, PUBLISHED_TASKS, ROOT
@@ -229,7 +229,7 @@ def test_no_libdevice_name_reaches_an_escape(module):
 def test_every_allowed_class_is_on_the_class_list():
     """typing's classes are type expressions and stay free; every other class may only be called or annotated."""
     classes = {path for path, obj in _resolved_allowed_paths() if isinstance(obj, type) and not path.startswith("typing.")}
-    assert classes - CLASS_PATHS == set(), "add these to policy_allowlist.CLASS_PATHS"
+    assert classes - CLASS_PATHS == set(), "add these to allowlist.CLASS_PATHS"
     assert {"torch.Tensor", "triton.language.tensor", "triton.Config"} <= classes
 
 
@@ -237,7 +237,7 @@ def test_every_tensor_method_is_on_the_method_list():
     import torch
 
     methods = {n for n in dir(torch.Tensor) if not n.startswith("_") and callable(getattr(torch.Tensor, n, None))}
-    assert methods - set(allow.TENSOR_METHODS) == set(), "add these to policy_allowlist.TENSOR_METHODS"
+    assert methods - set(allow.TENSOR_METHODS) == set(), "add these to allowlist.TENSOR_METHODS"
 
 
 @pytest.mark.parametrize("path", sorted(CLASS_PATHS))

@@ -20,7 +20,7 @@ import torch
 
 from kernel_tui.core import events as ev
 from kernel_tui.core.compare import Comparison, RunSummary
-from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
+from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.suite import report as suite_report

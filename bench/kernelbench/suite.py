@@ -82,7 +82,7 @@ def prepare(args) -> tuple[Path, Path]:
 def redecide(out: Path) -> list[dict]:
     """Each verdict of the suite's workspaces: the two-shape decision and the main-shape-only one."""
     from kernel_tui.core import gate
-    from kernel_tui.core.evaluator.evaluator import gate_policy_for, to_gate_block
+    from kernel_tui.core.evaluator.gating import gate_policy_for, to_gate_block
     from kernel_tui.core.evaluator.models import EvalResult
     from kernel_tui.core.workspace import Workspace
 

@@ -14,7 +14,9 @@ import statistics
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core import gate
-from kernel_tui.core.evaluator.evaluator import Evaluator, timing_label, to_gate_block
+from kernel_tui.core.evaluator.evaluator import Evaluator
+from kernel_tui.core.evaluator.gating import to_gate_block
+from kernel_tui.core.evaluator.labels import timing_label
 from kernel_tui.core.evaluator.models import Environment, Status, TimingBlock
 
 

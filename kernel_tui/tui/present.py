@@ -7,7 +7,7 @@ import difflib
 from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
 from kernel_tui.core.describe import describe_edit
-from kernel_tui.core.evaluator.evaluator import INTERPRETER_LABEL
+from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
 from kernel_tui.core.history import (
     accepted_versions,
     all_proposals,

@@ -13,7 +13,6 @@ import hashlib
 import os
 import secrets
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -28,12 +27,11 @@ from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core import gate
 from kernel_tui.core.evaluator.fork_server import ForkServer
-from kernel_tui.core.evaluator.memory import MAX_LEVEL, gib, parse_bytes
+from kernel_tui.core.evaluator.gating import Evaluation, gate_policy_for
+from kernel_tui.core.evaluator.memory import MAX_LEVEL, parse_bytes
 from kernel_tui.core.evaluator.models import (
     EvalResult,
-    ShapeFigure,
     Status,
-    TimingBlock,
     TimingPlan,
     WorkerRequest,
     WorkerResult,
@@ -44,12 +42,10 @@ from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profi
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.profile.ncu import METRIC_NAMES, NCU_PORTS, ncu_messages, ncu_wrapper
 from kernel_tui.core.task import Task
-from kernel_tui.format import shape_figures as format_shapes
 
-INTERPRETER_LABEL = "CPU interpreter — timings are not GPU timings"
+PROFILE_TIMEOUT = 300.0  # seconds: ncu replays each kernel once per pass of counters (~38 passes for a full set)
 # The interpreter runs kernels thousands of times slower than a GPU and its timings mean nothing for
 # GPU performance, so a CPU block is kept short: enough pairs for the pipeline and the gate to run.
-PROFILE_TIMEOUT = 300.0  # seconds: ncu replays each kernel once per pass of counters (~38 passes for a full set)
 INTERPRETER_PAIRS = 8
 INTERPRETER_INNER = 2
 
@@ -85,23 +81,6 @@ def resolve_device(device: str) -> Literal["cpu", "cuda"]:
     return device  # type: ignore[return-value]
 
 
-# On the CPU interpreter timings carry no GPU meaning, so the sequential design is kept short: the
-# pipeline and the statistics run as on a GPU, with fewer processes. Caps, not defaults: each block count
-# is at most this whatever the task asks, min_blocks included, so that a gate valid on a GPU (checked when
-# the task loaded) stays valid here (min ≤ 2 ≤ max ≤ 3) instead of failing.
-INTERPRETER_GATE = {"min_blocks": 2, "max_blocks": 3, "confirm_blocks": 1}
-
-
-def gate_policy_for(task: Task, device: str = "cuda") -> gate.GatePolicy:
-    """The task's gate: its overrides of the gate's defaults, on the CPU capped by INTERPRETER_GATE (the
-    capped policy is what each evaluation's request.json records as its gate)."""
-    settings = {"min_improvement": task.spec.optimization.min_improvement_fraction, **task.spec.gate.overrides()}
-    if device == "cpu":
-        for name, cap in INTERPRETER_GATE.items():
-            settings[name] = min(settings.get(name, getattr(gate.DEFAULT_POLICY, name)), cap)
-    return gate.GatePolicy(**settings)
-
-
 def policy_rejection(task: Task, source: str, device: Literal["cpu", "cuda"]) -> EvalResult | None:
     """None when `source` passes the task's static policy, else the rejection as a result."""
     spec = task.spec
@@ -118,36 +97,6 @@ def policy_rejection(task: Task, source: str, device: Literal["cpu", "cuda"]) ->
             policy_rule=report.violations[0].rule,
         )
     return None
-
-
-def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
-    if block is None:
-        return ""
-    if block.method == "interpreter":
-        return INTERPRETER_LABEL
-    on = f" on {device_name}" if device_name else ""
-    if block.method == "window":
-        handoff = f", {block.handoff_seconds * 1e6:.0f} µs handoff subtracted" if block.handoff_seconds else ""
-        return (f"GPU kernel time{on}: {block.inner_repeats} calls back to back per window over rotating input sets, "
-                f"L2 flushed before each window, timed by the judge across processes{handoff}") + _memory_note(block)
-    if block.method == "graph":
-        return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets" + _memory_note(block)
-    return f"GPU kernel time{on}: L2 flushed ({block.l2_flush_bytes / 2**20:.0f} MiB) before each call" + _memory_note(block)
-
-
-def _memory_note(block: TimingBlock) -> str:
-    """What the memory plan changed about the timing, if anything."""
-    m = block.memory
-    if m is None or block.rotating_sets >= 2:
-        return ""
-    if m.cold_anyway:
-        return (f"; one input set ({gib(m.call_bytes)} per call, {m.call_bytes / m.l2_bytes:.0f}× the L2: cold in it "
-                "anyway)")
-    return f"; one input set, as device memory allows ({gib(m.call_bytes)} per call)"
-
-
-def to_gate_block(block: TimingBlock) -> gate.Block:
-    return gate.Block(incumbent=block.incumbent, candidate=block.candidate, process=str(block.block))
 
 
 class Evaluator:
@@ -460,112 +409,33 @@ class Evaluator:
             return rejected
         self.reset_memory_plan()
         deadline = started + (timeout or self.timeout)
-        blocks: list[TimingBlock] = []
-        confirmation: list[TimingBlock] = []
-        more: list[TimingBlock] = []  # the further benchmark shapes' blocks, every process
-        first: WorkerResult | None = None
-        verdict: gate.Verdict | None = None
-        seconds: dict[str, float] = {}
         weights = {case.name: w for case, w in self.task.spec.benchmark_shapes(self.device)}
-        peaks: list[int] = []
-        retries: list[str] = []
+        run = Evaluation(self.policy, weights, self.device, started)
 
         def block(index: int, phase: str) -> WorkerResult:
             res = self._worker(
                 candidate, incumbent, correctness=index == 0, timing=self.plan(seed), block=index,
                 deadline=deadline, phase=phase,
             )
-            for k, v in res.seconds.items():
-                seconds[k] = seconds.get(k, 0.0) + v
-            more.extend(res.more_timings)
-            peaks.extend([res.peak_memory_bytes] if res.peak_memory_bytes is not None else [])
-            retries.extend(res.memory_retries)
+            run.record(res)
             return res
 
-        def for_gate(main: list[TimingBlock]) -> list[gate.Block]:
-            """One gate block per process: the main shape's, or with several shapes their weighted
-            geometric mean of paired improvements."""
-            if len(weights) == 1:
-                return [to_gate_block(b) for b in main]
-            out = []
-            for b in main:
-                same = [b, *(m for m in more if m.block == b.block)]
-                out.append(gate.combine_shapes([to_gate_block(x) for x in same], [weights[x.shape] for x in same]))
-            return out
-
-        def finish(status: Status, reason: str) -> EvalResult:
-            seconds["wall"] = time.monotonic() - started
-            env = first.environment if first else None
-            figures = shape_figures(blocks + confirmation + more, weights) if len(weights) > 1 else []
-            if figures and status is Status.ok:  # the verdict is on the weighted mean: each shape's own beside it
-                reason = f"{reason} · per shape: {format_shapes(figures)}"
-            return self._result(status, reason, first, blocks, confirmation, verdict, env, seconds, more, figures).model_copy(
-                update={"peak_memory_bytes": max(peaks) if peaks else None, "memory_retries": retries,
-                        "kernels": first.kernels if first else []})
-
-        def decided(v: gate.Verdict) -> gate.Verdict:
-            if len(weights) == 1:
-                return v
-            per_shape: dict[str, list[gate.Block]] = {}
-            for b in blocks + confirmation + more:
-                per_shape.setdefault(b.shape, []).append(to_gate_block(b))
-            return gate.veto_regressions(v, per_shape, self.policy.regression_tolerance)
-
         while True:
-            res = block(len(blocks), "timing")
-            if first is None:
-                first = res
+            res = block(len(run.blocks), "timing")
             if res.status is not Status.ok:
-                return finish(res.status, res.reason)
+                return run.result(res.status, res.reason)
             assert res.timing is not None
-            blocks.append(res.timing)
-            verdict = decided(gate.decide(for_gate(blocks), self.policy))
+            run.blocks.append(res.timing)
+            verdict = run.decide()
             if verdict.decision != "continue":
                 break
         if verdict.decision == "confirm":
             for i in range(self.policy.confirm_blocks):
-                res = block(len(blocks) + i, "confirmation")
+                res = block(len(run.blocks) + i, "confirmation")
                 if res.status is not Status.ok:
-                    return finish(res.status, res.reason)
+                    return run.result(res.status, res.reason)
                 assert res.timing is not None
-                confirmation.append(res.timing)
-            verdict = decided(gate.decide(for_gate(blocks), self.policy, confirmation=for_gate(confirmation)))
+                run.confirmation.append(res.timing)
+            verdict = run.confirm()
         self._emit("done", 1, 1)
-        return finish(Status.ok, verdict.reason)
-
-    def _result(
-        self, status: Status, reason: str, first: WorkerResult | None, blocks: list[TimingBlock],
-        confirmation: list[TimingBlock], verdict: gate.Verdict | None, env, seconds: dict[str, float],
-        more: list[TimingBlock], figures: list[ShapeFigure],
-    ) -> EvalResult:
-        all_blocks = blocks + confirmation
-        cand = [t for b in all_blocks for t in b.candidate]
-        inc = [t for b in all_blocks for t in b.incumbent]
-        overheads = [b.launch_overhead_candidate for b in all_blocks if b.launch_overhead_candidate is not None]
-        name = env.device_name if env else ""
-        return EvalResult(
-            status=status, reason=reason, device=self.device,
-            timing_label=timing_label(all_blocks[0] if all_blocks else None, name),
-            cases=first.cases if first else [], blocks=blocks, confirmation=confirmation,
-            verdict=verdict if status is Status.ok else None,
-            candidate_seconds=statistics.median(cand) if cand else None,
-            incumbent_seconds=statistics.median(inc) if inc else None,
-            launch_overhead_seconds=statistics.median(overheads) if overheads else None,
-            environment=env, seconds=seconds, sandbox=first.sandbox if first else None,
-            more_blocks=more, shapes=figures,
-        )
-
-
-def shape_figures(blocks: list[TimingBlock], weights: dict[str, float]) -> list[ShapeFigure]:
-    """Each benchmark shape's own figures from its blocks (in the task's order of benchmark shapes)."""
-    figures = []
-    for name, weight in weights.items():
-        mine = [b for b in blocks if b.shape == name]
-        if not mine:
-            continue
-        figures.append(ShapeFigure(
-            shape=name, weight=weight, improvement=gate.shape_improvement([to_gate_block(b) for b in mine]),
-            incumbent_seconds=statistics.median(t for b in mine for t in b.incumbent),
-            candidate_seconds=statistics.median(t for b in mine for t in b.candidate),
-        ))
-    return figures
+        return run.result(Status.ok, verdict.reason)

@@ -1,100 +1,33 @@
-"""Static policy on candidate source, checked with `ast` before anything runs.
-
-The policy is a first filter: it keeps honest candidates honest and names common mistakes, each rejection by
-its rule and line, so a person (or the agent) knows what to change. It is not the defence. The defence is the
-process boundary: the candidate runs in its own sandboxed process that holds nothing that decides, and the
-checks and the timings run in a trusted judge process, so a chain the policy misses costs no verdict.
-
-The rules: Triton kernels do the work; host code only allocates, computes launch grids and launches. Allowed
-modules lead to os and sys through their attributes (typing.sys, triton.runtime...), so every dotted path
-through one must be on an allow-list (policy_allowlist.py), and a module or a class is named, never held as a
-value. No attribute is set or deleted anywhere: a name may hold a class, a module or the evaluator's tensor, and
-the candidate's own objects cannot be told from those. Host code calls a tensor method where it names it,
-never holds it. Frame and code attributes, `.ctypes` and `from_file` are refused wherever they appear.
-"""
+"""The policy's walk over a candidate's syntax tree: imports, dotted paths through the allowed modules,
+attributes, names, assignments and host-side compute, each violation named by its rule and line."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
 
-from pydantic import BaseModel, ConfigDict
-
-from kernel_tui.core import policy_allowlist as allow
 from kernel_tui.core.astutil import dotted_name
-
-# libdevice's modules may be imported (`from triton.language.extra import libdevice`); their parents are only links
-# of a path (`tl.extra.cuda.libdevice.tanh`): the rest of triton.language.extra reaches sys.modules.
-LIBDEVICE_MODULES = {"triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice"}
-ALLOWED_IMPORTS = {"torch", "triton", "triton.language", "math", "typing", "functools", "__future__"} | LIBDEVICE_MODULES
-FORBIDDEN_BUILTINS = {
-    "open", "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals",
-    "locals", "vars", "breakpoint", "input", "memoryview",
-    "type",  # type(x) holds a tensor's class; type(name, bases, dict) builds a subclass with any dunder
-}
-ALLOWED_DUNDERS = {"__name__", "__future__"}
-# torch attributes host code may use: allocation, dtypes and device queries.
-TORCH_HOST_ALLOWED = {
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like",
-    "float16", "bfloat16", "float32", "float64", "half", "float", "int8", "int16", "int32",
-    "int64", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "dtype", "device", "Size", "Tensor",
-    "finfo", "iinfo", "is_tensor",
-}
-TORCH_CUDA_ALLOWED = {"get_device_properties", "current_device", "get_device_capability", "device_count"}
-# Tensor methods with no compute: metadata and views.
-TENSOR_METHODS_ALLOWED = {
-    "stride", "size", "numel", "dim", "element_size", "is_contiguous", "data_ptr", "view",
-    "new_empty", "new_zeros", "unsqueeze", "squeeze", "flatten", "reshape", "t", "permute",
-    "transpose", "expand", "get_device", "nelement", "storage_offset",
-}
-# Method names that only ever mean tensor compute in this context.
-TENSOR_COMPUTE_METHODS = {
-    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "copy_", "clone", "sum", "mean",
-    "max", "min", "exp", "log", "matmul", "mm", "bmm", "addmm", "softmax", "sigmoid", "relu",
-    "float", "half", "to", "contiguous", "fill_", "zero_", "neg", "sqrt", "rsqrt", "pow", "abs",
-    "cumsum", "prod", "norm", "index_copy_", "scatter_", "gather", "masked_fill_", "cpu", "cuda",
-    "numpy", "tolist", "item", "amax", "amin", "argmax", "var", "std", "where", "lerp", "sort",
-}
-# Modules a candidate may name and go through (`tl.load`), never hold as a value: a module object in a
-# variable would let attribute chains escape the path check below.
-MODULE_PATHS = {"torch", "torch.cuda", "triton", "triton.language", "triton.language.math", "math", "typing",
-                "functools", "__future__", "triton.language.extra", "triton.language.extra.cuda"} | LIBDEVICE_MODULES
-# Every dotted path a candidate may reach through an allowed module; anything longer or elsewhere is rejected
-# (submodules such as triton.runtime.cache or typing itself expose os, sys and subprocess).
-ALLOWED_PATHS = frozenset(
-    MODULE_PATHS
-    | {f"torch.{n}" for n in TORCH_HOST_ALLOWED}
-    | {f"torch.cuda.{n}" for n in TORCH_CUDA_ALLOWED}
-    | {f"triton.{n}" for n in allow.TRITON_NAMES}
-    | {f"triton.language.{n}" for n in allow.TRITON_LANGUAGE_NAMES + allow.TRITON_LANGUAGE_OLDER_NAMES}
-    | {f"triton.language.math.{n}" for n in allow.TRITON_LANGUAGE_MATH_NAMES}
-    | {f"{m}.{n}" for m in LIBDEVICE_MODULES for n in allow.LIBDEVICE_NAMES}
-    | {f"math.{n}" for n in allow.MATH_NAMES}
-    | {f"typing.{n}" for n in allow.TYPING_NAMES}
-    | {f"functools.{n}" for n in allow.FUNCTOOLS_NAMES}
-    | {f"__future__.{n}" for n in allow.FUTURE_NAMES}
+from kernel_tui.core.policy.report import Violation
+from kernel_tui.core.policy.rules import (
+    ALLOWED_DUNDERS,
+    ALLOWED_IMPORTS,
+    ALLOWED_PATHS,
+    CLASS_PATHS,
+    FILE_ATTRS,
+    FILE_PATHS,
+    FORBIDDEN_BUILTINS,
+    HELD_METHODS,
+    INFO_ATTRS,
+    INFO_FIELDS,
+    INFO_MAKERS,
+    INTROSPECTION_ATTRS,
+    MODULE_PATHS,
+    NATIVE_ATTRS,
+    SIDE_STREAM_NAMES,
+    TENSOR_COMPUTE_METHODS,
+    TIMER_MODULES,
+    TIMER_NAMES,
 )
-# Frame, generator, coroutine and traceback links reach any caller's globals without a single dunder.
-INTROSPECTION_ATTRS = {
-    "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "gi_code", "gi_yieldfrom",
-    "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await", "tb_frame", "tb_next",
-    "func_globals",
-}
-# Refused wherever they appear: numpy's `.ctypes` reaches the ctypes module (and from it any other);
-# `from_file` maps a file into a storage or a tensor, as torch.load and torch.save read and write one.
-NATIVE_ATTRS = {"ctypes", "_ctypes"}
-FILE_ATTRS = {"from_file"}
-FILE_PATHS = {"torch.load", "torch.save", "torch.from_file"}
-# Classes are named only to call them, in annotations and in isinstance(): one held in a variable can be patched.
-CLASS_PATHS = frozenset(allow.CLASS_PATHS)
-# Tensor methods host code may not hold as values (a held method escapes the checks on method calls). Some share
-# a name with a data field: a dtype's predicates (harmless held on a tensor too), and finfo's and iinfo's max/min
-# and a device's type/index, free on what is visibly such an object (torch.finfo(...), x.device, a name bound
-# only to those).
-HELD_METHODS = frozenset(allow.TENSOR_METHODS) - {"is_complex", "is_floating_point", "is_signed"}
-INFO_FIELDS = {"max", "min", "type", "index"}
-INFO_MAKERS = {"torch.finfo", "torch.iinfo", "torch.device"}
-INFO_ATTRS = {"device", "dtype"}
+
 _TYPE_EXPRESSION = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.BinOp, ast.Constant, ast.BitOr,
                     ast.expr_context)
 # For messages: what each module is there for.
@@ -112,43 +45,13 @@ _EXAMPLES = {
     "math": "math.ceil",
     "functools": "functools.partial",
 }
-TIMER_MODULES = {"time", "timeit"}
-SIDE_STREAM_NAMES = {"Stream", "stream", "ExternalStream", "StreamContext", "set_stream"}
-TIMER_NAMES = {"Event", "Timer", "synchronize"}
-
-
-class Violation(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    rule: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.rule} (line {self.line}): {self.message}"
-
-
-class PolicyReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    violations: list[Violation]
-    syntax_error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations and self.syntax_error is None
-
-    def summary(self) -> str:
-        if self.syntax_error:
-            return f"syntax: {self.syntax_error}"
-        return "; ".join(str(v) for v in self.violations[:3]) + (
-            f" (+{len(self.violations) - 3} more)" if len(self.violations) > 3 else ""
-        )
 
 
 def _introspects(attr: str) -> bool:
     return attr in INTROSPECTION_ATTRS or attr.startswith("co_")
 
 
-def _is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
+def is_jit_decorator(dec: ast.AST, aliases: dict[str, str]) -> bool:
     target = dec.func if isinstance(dec, ast.Call) else dec
     name = dotted_name(target)
     if not name:
@@ -172,7 +75,7 @@ def _other_bindings(node: ast.AST) -> list[str]:
     return [name] if isinstance(name, str) else []
 
 
-class _Bindings:
+class Bindings:
     """Every name the module binds, and for those bound only by `name = value`, their values (scopes merged)."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -193,8 +96,8 @@ def _shown(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class _Checker(ast.NodeVisitor):
-    def __init__(self, tensor_params: set[str], bindings: _Bindings) -> None:
+class Checker(ast.NodeVisitor):
+    def __init__(self, tensor_params: set[str], bindings: Bindings) -> None:
         self.violations: list[Violation] = []
         self.aliases: dict[str, str] = {}  # local name -> the dotted path it was imported as
         self.tensor_params = tensor_params
@@ -478,7 +381,7 @@ class _Checker(ast.NodeVisitor):
 
     # --- scopes --------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        jit = any(_is_jit_decorator(d, self.aliases) for d in node.decorator_list)
+        jit = any(is_jit_decorator(d, self.aliases) for d in node.decorator_list)
         for d in node.decorator_list:
             self.type_positions.add(id(d))  # a decorator is called
             self.visit(d)
@@ -496,101 +399,3 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Global(self, node: ast.Global) -> None:
         self.add("monkeypatch", node, "'global' rebinding is not allowed; keep state out of candidates")
-
-
-def _kernels_and_launches(tree: ast.Module, aliases: dict[str, str]) -> tuple[set[str], dict[str, set[str]], dict[str, set[str]]]:
-    """Module-level jit kernels; for each host function, the kernels it launches and functions it calls."""
-    kernels: set[str] = set()
-    launches: dict[str, set[str]] = {}
-    calls: dict[str, set[str]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            if any(_is_jit_decorator(d, aliases) for d in node.decorator_list):
-                kernels.add(node.name)
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            # kernel = triton.jit(fn)
-            if _is_jit_decorator(node.value.func, aliases) or _is_jit_decorator(node.value, aliases):
-                kernels.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name not in kernels:
-            launched, called = set(), set()
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    f = sub.func
-                    if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-                        launched.add(f.value.id)
-                    elif isinstance(f, ast.Name):
-                        called.add(f.id)
-            launches[node.name] = launched
-            calls[node.name] = called
-    return kernels, launches, calls
-
-
-def _launches_kernel(entry: str, kernels: set[str], launches: dict[str, set[str]], calls: dict[str, set[str]]) -> bool:
-    seen: set[str] = set()
-    todo = [entry]
-    while todo:
-        fn = todo.pop()
-        if fn in seen or fn not in launches:
-            continue
-        seen.add(fn)
-        if launches[fn] & kernels:
-            return True
-        todo.extend(calls[fn])
-    return False
-
-
-def check_source(
-    source: str,
-    *,
-    entrypoint: str,
-    launch_arguments: Iterable[str],
-    tensor_arguments: Iterable[str] = (),
-    max_source_chars: int = 50_000,
-) -> PolicyReport:
-    """Check a candidate's source against the static policy."""
-    args = list(launch_arguments)
-    if len(source) > max_source_chars:
-        return PolicyReport(violations=[Violation(
-            rule="source-size", line=0,
-            message=f"{len(source)} characters, the task allows {max_source_chars}",
-        )])
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        return PolicyReport(violations=[], syntax_error=f"line {exc.lineno}: {exc.msg}")
-
-    checker = _Checker(tensor_params=set(tensor_arguments), bindings=_Bindings(tree))
-    checker.visit(tree)
-    violations = list(checker.violations)
-
-    entry = next(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == entrypoint), None
-    )
-    if entry is None:
-        violations.append(Violation(
-            rule="entrypoint-missing", line=0,
-            message=f"no module-level function {entrypoint}({', '.join(args)})",
-        ))
-    else:
-        params = entry.args
-        positional = params.posonlyargs + params.args
-        required = len(positional) - len(params.defaults)
-        if params.vararg is None and not (required <= len(args) <= len(positional)):
-            violations.append(Violation(
-                rule="entrypoint-signature", line=entry.lineno,
-                message=f"{entrypoint} takes {len(positional)} arguments, the task passes {len(args)}: "
-                f"({', '.join(args)})",
-            ))
-        kernels, launches, calls = _kernels_and_launches(tree, checker.aliases)
-        if not kernels:
-            violations.append(Violation(
-                rule="no-triton-kernel", line=0, message="no @triton.jit kernel: the work must be done by one",
-            ))
-        elif not _launches_kernel(entrypoint, kernels, launches, calls):
-            violations.append(Violation(
-                rule="no-triton-kernel", line=entry.lineno,
-                message=f"{entrypoint} never launches a @triton.jit kernel (kernel[grid](...))",
-            ))
-    violations.sort(key=lambda v: v.line)
-    return PolicyReport(violations=violations)

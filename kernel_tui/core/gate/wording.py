@@ -1,0 +1,19 @@
+"""How the gate's reasons write their numbers: one decimal for a percentage, p to two significant digits."""
+
+from __future__ import annotations
+
+from kernel_tui.format import percent
+
+
+def pct(fraction: float) -> str:
+    return percent(fraction, digits=1)  # one decimal in reasons; an infinite bound reads "-inf%"
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
+        return "p=n/a"
+    return f"p={p:.2g}" if p >= 0.001 else f"p={p:.1e}"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
