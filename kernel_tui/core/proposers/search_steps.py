@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from kernel_tui.core.proposers.base import Proposer
 from kernel_tui.core.proposers.search_model import TILE_KINDS, ValueModel
 from kernel_tui.core.proposers.search_refusals import Refusals, moves_of
-from kernel_tui.core.proposers.transforms import Action, Analysis, source_hash
+from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, Action, Analysis, source_hash
 
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
 
@@ -29,8 +29,8 @@ TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way 
 # with more favoured parts (a two-step proposal with one).
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
-    "memory": {"block", "eviction_policy", "cache_modifier", "num_warps"},
-    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision"},
+    "memory": {"block", "eviction_policy", "cache_modifier", "num_warps", "k_mask"},
+    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask"},
     "latency": {"num_warps", "num_stages", "block", "unroll"},
 }
 
@@ -236,7 +236,7 @@ class SearchSteps(Proposer):
                 continue
             seen.add(h)
             after = analysis.assignment_after(action)
-            if action.kind == "launch_order":
+            if action.kind in STRUCTURAL_KINDS:  # the rewritten source's knobs, as the model will meet them
                 self.model.register(self._analyze(source))
             out.append(Candidate(key=key, parts=parts, moves=moves, change=change, source=source, after=after))
         return out

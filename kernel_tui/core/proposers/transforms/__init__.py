@@ -8,6 +8,8 @@ without changing what the program computes:
 * `num_warps` and `num_stages` of each launch (inserted when absent, at Triton's default);
 * the launch order of a 2-D tiled kernel: the plain row-major pid mapping becomes the grouped
   (swizzled) one with a GROUP_M constexpr, which then is a knob of its own;
+* a reduction loop's bounds mask, made a constant where K is a multiple of the loop's block (an EVEN_K
+  guard at launch keeps the masked loop for other shapes);
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -22,7 +24,7 @@ it changes, found from the AST's line/column offsets; every other byte of the so
 No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton's version).
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
-bounds, Knob and Action), `analysis` (discovery and the public API), `families` and `launch_order`
+bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order` and `even_k`
 (the knob families), `constraints` (the sanity bounds).
 """
 
@@ -49,6 +51,7 @@ from kernel_tui.core.proposers.transforms.knobs import (
     NUM_WARPS,
     OPERAND_BYTES,
     SHARED_MEMORY_BYTES,
+    STRUCTURAL_KINDS,
     UNROLL_FACTORS,
     Action,
     Knob,
@@ -79,6 +82,7 @@ __all__ = [
     "NUM_WARPS",
     "OPERAND_BYTES",
     "SHARED_MEMORY_BYTES",
+    "STRUCTURAL_KINDS",
     "UNROLL_FACTORS",
     "analyze",
     "apply_edits",
