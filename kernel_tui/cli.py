@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from kernel_tui.core.errors import CandidateError, KernelTuiError
-from kernel_tui.format import duration, percent
+from kernel_tui.core.format import duration, percent
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process that SIGPIPE ended

@@ -8,9 +8,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel_tui.core.format import duration
 from kernel_tui.core.opening import check_proposer, check_target, open_or_create, run_headless
 from kernel_tui.core.verdicts import label, verdict_category
-from kernel_tui.format import duration
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this module before the screen opens
     from kernel_tui.core.events import Event

@@ -68,7 +68,7 @@ from pydantic import (
 )
 from scipy import special, stats
 
-from kernel_tui.format import percent
+from kernel_tui.core.format import percent
 
 __all__ = [
     "Block",

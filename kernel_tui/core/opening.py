@@ -111,7 +111,7 @@ def check_target(target: Path, workspace: Path | None) -> Workspace | None:
 
 def check_proposer(kind: str | None, candidates: Path | None, resumed: Workspace | None) -> None:
     """Refuse a proposer make_proposer could not build, before a workspace exists (it decides the same way)."""
-    from kernel_tui.config import AgentSettings
+    from kernel_tui.core.config import AgentSettings
 
     saved = ((resumed.read_json("session.json") or {}).get("proposer") or {}) if resumed is not None else {}
     kind = kind or saved.get("kind") or ("replay" if candidates else None)

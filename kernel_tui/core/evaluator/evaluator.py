@@ -41,10 +41,10 @@ from kernel_tui.core.evaluator.models import (
 from kernel_tui.core.evaluator.protocol import WorkerSetup
 from kernel_tui.core.evaluator.runner import package_paths, run_judge, run_worker, worker_env
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, build_plan, for_profiler, for_worker, netns, with_inductor
+from kernel_tui.core.format import shape_figures as format_shapes
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.profile.ncu import METRIC_NAMES, NCU_PORTS, ncu_messages, ncu_wrapper
 from kernel_tui.core.task import Task
-from kernel_tui.format import shape_figures as format_shapes
 
 INTERPRETER_LABEL = "CPU interpreter — timings are not GPU timings"
 # The interpreter runs kernels thousands of times slower than a GPU and its timings mean nothing for

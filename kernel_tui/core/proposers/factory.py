@@ -11,7 +11,7 @@ from kernel_tui.core.workspace import Workspace, WorkspaceError
 
 
 def default_kind(settings=None) -> str:
-    from kernel_tui.config import AgentSettings
+    from kernel_tui.core.config import AgentSettings
 
     settings = settings or AgentSettings.load()
     return "llm" if settings.is_configured else "search"
@@ -37,7 +37,7 @@ def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Prop
                               resources=compiled if evaluator.device == "cuda" else None,
                               device=evaluator.device, sources=source_at)
     if kind == "llm":
-        from kernel_tui.config import AgentSettings
+        from kernel_tui.core.config import AgentSettings
         from kernel_tui.core.proposers.llm import LLMProposer
 
         settings = settings or AgentSettings.load()
