@@ -1,4 +1,4 @@
-"""Headless front end: the Session loop with auto-approval, rendered as lines on the terminal."""
+"""`kernel-tui run --headless`: the Session loop with auto-approval, rendered as lines on the terminal."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel_tui.core.format import duration
-from kernel_tui.core.opening import check_proposer, check_target, open_or_create, run_headless
+from kernel_tui.core.opening import open_or_create, run_headless
 from kernel_tui.core.verdicts import label, verdict_category
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this module before the screen opens
     from kernel_tui.core.events import Event
-
-__all__ = ["check_proposer", "check_target", "run"]
 
 
 class _Printer:

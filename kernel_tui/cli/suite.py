@@ -14,18 +14,19 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel_tui.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from kernel_tui.core.errors import KernelTuiError
 
-if TYPE_CHECKING:  # the engine loads when the suite starts: the CLI builds its parser from this module
+if TYPE_CHECKING:  # the engine loads when the suite starts: the parser is built from this module
     from kernel_tui.core.events import Event
     from kernel_tui.core.suite.models import TaskResult
 
-EXIT_OK, EXIT_STOPPED = 0, 1
-EXIT_NO_SCORE = 1  # the CLI's EXIT_FAILED, and EXIT_STOPPED's value, as EPILOG says: no kernel to score
+EXIT_STOPPED = EXIT_FAILED  # run the same command to resume
+EXIT_NO_SCORE = EXIT_FAILED  # no kernel to score, as EPILOG says
 EPILOG = (f"Exit status: {EXIT_OK} when at least one task has a correct Triton kernel, scored against PyTorch; "
           f"{EXIT_NO_SCORE} when no task could be scored (no correct Triton kernel in any task: the report is still "
-          "written and says why per task) or when the suite was stopped (run the same command to resume); 2 on bad "
-          "arguments.\n\nexamples:\n"
+          "written and says why per task) or when the suite was stopped (run the same command to resume); "
+          f"{EXIT_BAD_INPUT} on bad arguments.\n\nexamples:\n"
           "  kernel-tui suite tasks/level1 --proposer search --max-steps 5 --device cuda --out suites/level1\n"
           "  kernel-tui suite tasks --proposer replay --candidates cands --max-steps 1 --gpus all")
 
