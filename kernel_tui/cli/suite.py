@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from kernel_tui.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.event_handler import EventHandler
 
 if TYPE_CHECKING:  # the engine loads when the suite starts: the parser is built from this module
-    from kernel_tui.core.events import Event
+    from kernel_tui.core.events import Event, ProgressEvent
     from kernel_tui.core.suite.models import TaskResult
 
 EXIT_STOPPED = EXIT_FAILED  # run the same command to resume
@@ -65,24 +66,33 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-class _Printer:
+class SuitePrinter(EventHandler):
+    """Every task's events as lines prefixed with the task; evaluation progress as one line rewritten on stderr,
+    where it is a terminal."""
+
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.lock = threading.Lock()  # tasks running in parallel print from their own threads
+        self.task = ""  # the task of the event being handled (under the lock)
 
     def __call__(self, task: str, e: Event) -> None:
-        from kernel_tui.core.events import ProgressEvent
-
         with self.lock:
-            if isinstance(e, ProgressEvent):
-                if self.tty:
-                    p = e.progress
-                    sys.stderr.write("\r" + f"  [{task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
-                    sys.stderr.flush()
-                return
-            if self.tty:
-                sys.stderr.write("\r" + " " * 78 + "\r")
-            print(f"[{task}] {e.text}", flush=True)
+            self.task = task
+            self.handle(e)
+
+    def on_progress(self, e: ProgressEvent) -> None:
+        if self.tty:
+            p = e.progress
+            sys.stderr.write("\r" + f"  [{self.task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
+            sys.stderr.flush()
+
+    def _line(self, e: Event) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+        print(f"[{self.task}] {e.text}", flush=True)
+
+    on_log = on_preflight = on_round = on_proposal = on_decision = on_verdict = on_best_changed = on_budget = _line
+    on_idle = on_profile = on_finished = _line
 
 
 def main(args) -> int:
@@ -116,7 +126,7 @@ def main(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        suite = run_suite(options, cancel=cancel, on_event=_Printer())
+        suite = run_suite(options, cancel=cancel, on_event=SuitePrinter())
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
