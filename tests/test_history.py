@@ -230,7 +230,8 @@ def test_a_gate_rejection_is_never_shown_as_ok(tmp_path, fake_compare, capsys):
 # --- item: quitting during the final comparison ------------------------------------------------------------
 
 def test_a_final_comparison_cut_short_is_not_dereferenced(tmp_path, fake_compare):
-    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.controller import Controller
+    from kernel_tui.tui.options import RunOptions
 
     ws = fixed_workspace(tmp_path / "ws")
     cancel = threading.Event()

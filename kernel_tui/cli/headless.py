@@ -15,6 +15,7 @@ from kernel_tui.core.verdicts import label, verdict_category
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this module before the screen opens
     from kernel_tui.core import events as ev
+    from kernel_tui.core.config import AgentSettings
 
 
 class HeadlessPrinter(EventHandler):
@@ -56,7 +57,9 @@ class HeadlessPrinter(EventHandler):
     on_log = on_preflight = on_proposal = on_decision = on_best_changed = on_idle = on_profile = on_finished = _line
 
 
-def run(args) -> int:
+def run(args, settings: AgentSettings | None = None) -> int:
+    """The run of `args` to its end or to Ctrl-C/SIGTERM; `settings`: the agent's, loaded by `run` where the
+    proposer uses them."""
     target = Path(args.target)
     ws = open_or_create(target, Path(args.workspace) if args.workspace else None)
     ws.lock()
@@ -72,7 +75,7 @@ def run(args) -> int:
         summary, written = run_headless(
             ws, device=args.device, proposer=args.proposer, max_steps=args.max_steps, cancel=cancel,
             candidates=Path(args.candidates) if args.candidates else None, on_event=HeadlessPrinter().handle, on_start=print,
-            gpus=args.gpus,
+            gpus=args.gpus, settings=settings,
         )
         if summary is None:
             print(f"stopped; resume with: kernel-tui run {ws.root} --headless")

@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
 
 def cmd_run(args) -> int:
     from kernel_tui.cli import headless
-    from kernel_tui.core.opening import check_proposer, check_target
+    from kernel_tui.core.config import AgentSettings
+    from kernel_tui.core.opening import check_proposer, check_target, uses_settings
 
     if args.max_steps is not None and args.max_steps < 1:
         raise KernelTuiError("--max-steps must be at least 1")
@@ -50,7 +51,9 @@ def cmd_run(args) -> int:
     workspace = Path(args.workspace) if args.workspace else None
     candidates = Path(args.candidates) if args.candidates else None
     resumed = check_target(target, workspace) if target is not None else None
-    check_proposer(args.proposer, candidates, resumed)
+    # read once, here, and passed in; a bad value is refused now, not after the workspace exists
+    settings = AgentSettings.load() if uses_settings(args.proposer, candidates, resumed) else None
+    check_proposer(args.proposer, candidates, resumed, settings)
     if args.device == "cuda":  # auto is resolved by the run itself, so the screen opens without waiting on it
         from kernel_tui.core import environment
 
@@ -59,11 +62,11 @@ def cmd_run(args) -> int:
         from kernel_tui.tui.app import run_tui
 
         closed = run_tui(target, device=args.device, proposer=args.proposer, candidates=candidates,
-                         max_steps=args.max_steps, workspace=workspace, gpus=args.gpus)
+                         max_steps=args.max_steps, workspace=workspace, gpus=args.gpus, settings=settings)
         if closed.workspace is not None:  # the screen is gone: say how to come back to where it was
             print(resume_line(closed.workspace))
         return closed.code
-    return headless.run(args)
+    return headless.run(args, settings)
 
 
 def resume_line(workspace: Path) -> str:

@@ -97,6 +97,8 @@ class SuitePrinter(EventHandler):
 
 def main(args) -> int:
     from kernel_tui.core import environment
+    from kernel_tui.core.config import AgentSettings
+    from kernel_tui.core.opening import uses_settings
     from kernel_tui.core.suite.models import FLAG_SPEEDUP
     from kernel_tui.core.suite.run import run_suite
     from kernel_tui.core.suite.runner import SuiteOptions, check_options
@@ -115,7 +117,8 @@ def main(args) -> int:
         device="cuda" if device == "cuda" else "cpu", runs=args.runs or (5 if device == "cuda" else 2),
         candidates=Path(args.candidates) if args.candidates else None, gpus=gpus, scheduler=scheduler,
     )
-    tasks = check_options(options)
+    settings = AgentSettings.load() if uses_settings(options.proposer, None, None) else None  # once, for every task
+    tasks = check_options(options, settings)
     where = f", in parallel (--gpus {gpus})" if gpus else f", on the Dask cluster at {scheduler}" if scheduler else ""
     print(f"suite {tasks_dir}: {len(tasks)} tasks, proposer {options.proposer}, {options.max_steps} rounds each, "
           f"device {options.device}{where}, scoring with {options.runs} runs per side; output in {out}", flush=True)
@@ -126,7 +129,7 @@ def main(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        suite = run_suite(options, cancel=cancel, on_event=SuitePrinter())
+        suite = run_suite(options, cancel=cancel, on_event=SuitePrinter(), settings=settings)
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)

@@ -20,13 +20,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from kernel_tui.tui.messages import EvalProgress, LogLine, OpenFailed, PendingChanged, RunStateChanged, ViewChanged
+from kernel_tui.tui.options import RunOptions
 from kernel_tui.tui.session_events import ScreenEvents
 from kernel_tui.tui.view import HistoryData, PendingView, ProfileView, VersionDetail
 
@@ -38,21 +38,6 @@ if TYPE_CHECKING:
     from kernel_tui.core.session import Session
     from kernel_tui.core.workspace import Workspace
     from kernel_tui.tui.person import PersonDecider, PersonProposer
-
-
-@dataclass
-class RunOptions:
-    target: Path | None
-    device: str = "auto"
-    proposer: Any = None  # "search" | "llm" | "replay" | a Proposer instance | None (core.opening.make_proposer decides)
-    candidates: Path | None = None
-    max_steps: int | None = None
-    workspace: Path | None = None
-    gpus: str | None = None  # evaluate batches in parallel over these GPUs (core.opening.evaluators_for)
-    person: Any = None  # a ProposerInfo; default: person_identity()
-    auto_approve: bool = False
-    paused: bool = False  # start paused (rounds start with n)
-    tail_interval: float = 0.5
 
 
 class Controller:
@@ -133,7 +118,7 @@ class Controller:
             evaluator, *parallel = evaluators_for(ws, opts.device, opts.gpus, self.cancel)
             self.parallel = parallel
             inner = opts.proposer if hasattr(opts.proposer, "propose") else make_proposer(
-                opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator)
+                opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator, opts.agent_settings(ws))
             person = self.person = opts.person or person_identity()
             proposer = self.proposer = PersonProposer(inner, person, ws.root / ".work")
             decider = self.decider = PersonDecider(on_waiting=self._on_waiting)
