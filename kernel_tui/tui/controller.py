@@ -2,7 +2,8 @@
 
 Thread side (run inside Textual thread workers, see workers.py): `run` opens the workspace and hands it to
 `Session.run`, the one run loop headless mode uses too, steered by a RunControl (pause, "next", cancel);
-`finalize`, `report`, `restore`, `history`, `detail` and `tail_agent` are the other blocking jobs. Every
+`finalize`, `report`, `restore`, `profile` and `tail_agent` are the other blocking jobs, and the history
+screen's reads go through `reader` (history_reader.py). Every
 result reaches the screens as a message (messages.py) carrying display state (view.py); the Session's
 events do too, one method per kind (session_events.py).
 
@@ -12,7 +13,7 @@ toggle_pause, next_round, toggle_auto, stop.
 Nothing from the core is imported at module import (event_handler.py imports nothing): the App paints first,
 the core loads in a worker.
 One lock, `engine` (the RunControl's), is held by whatever moves the workspace forward (a round, the final comparison, a
-restore), so none of them ever sees another's half-done state; history reads use their own Workspace.
+restore), so none of them ever sees another's half-done state; the history reader uses its own Workspace.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from kernel_tui.tui.history_reader import HistoryReader
 from kernel_tui.tui.messages import EvalProgress, LogLine, OpenFailed, PendingChanged, RunStateChanged, ViewChanged
 from kernel_tui.tui.options import RunOptions
 from kernel_tui.tui.session_events import ScreenEvents
-from kernel_tui.tui.view import HistoryData, PendingView, ProfileView, VersionDetail
+from kernel_tui.tui.view import PendingView
 
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
@@ -48,8 +50,7 @@ class Controller:
         self._jobs = threading.Lock()  # one queued final comparison or restore at a time
         self._writing = threading.Lock()  # one report at a time
         self.finalizing = False
-        self._hist_lock = threading.Lock()
-        self._hist_ws: Workspace | None = None
+        self._reader: HistoryReader | None = None
         self.ready = threading.Event()  # the workspace is open (history and report may read it from now on)
         self.stopped = threading.Event()  # the session loop has ended: nothing may move the workspace any more
         self.ws: Workspace | None = None
@@ -130,6 +131,7 @@ class Controller:
             ws.unlock()
             raise
         self.ws, self.evaluator = ws, evaluator
+        self._reader = HistoryReader(ws.root, self.profiles_off)
         self.log(f"workspace {ws.root.name}: task {ws.task.name}, device {evaluator.device}, "
                   f"proposer {inner.info.name}", "bold")
         self.refresh()
@@ -260,7 +262,7 @@ class Controller:
     def profile(self, rev: str) -> None:
         """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it. Where
         this session cannot profile, it says why and nothing pauses."""
-        off = self.session.profiles_off() if self.session is not None else None
+        off = self.profiles_off()
         if off is not None:
             self.log(f"no profile of {rev[:8]}: {off}", "yellow")
             return
@@ -272,35 +274,16 @@ class Controller:
             record = self.session.profile_version(rev)
             self.show_state("profile done — space resumes" if record is not None else "no profile — see the log")
 
-    def profile_view(self, commit: str, against: str | None) -> ProfileView:
+    def profiles_off(self) -> str | None:
+        """Why this session cannot profile, in words; None where it can."""
+        return self.session.profiles_off() if self.session is not None else None
+
+    @property
+    def reader(self) -> HistoryReader:
+        """The history screen's reads (versions, a detail, a profile view), once the workspace is open."""
         self._require_ready()
-        from kernel_tui.tui import present
-
-        off = self.session.profiles_off() if self.session is not None else None
-        with self._hist_lock:
-            return present.profile_view(self._history_ws(), commit, against, off)
-
-    def _history_ws(self) -> Workspace:
-        from kernel_tui.core.workspace import Workspace
-
-        assert self.ws is not None
-        if self._hist_ws is None:
-            self._hist_ws = Workspace.open(self.ws.root)  # its own git processes: safe beside the session's
-        return self._hist_ws
-
-    def history(self) -> HistoryData:
-        self._require_ready()
-        from kernel_tui.tui import present
-
-        with self._hist_lock:
-            return present.history(self._history_ws())
-
-    def detail(self, commit: str, against: str | None, label: str) -> VersionDetail:
-        self._require_ready()
-        from kernel_tui.tui import present
-
-        with self._hist_lock:
-            return present.detail(self._history_ws(), commit, against, label)
+        assert self._reader is not None
+        return self._reader
 
     def tail_agent(self) -> None:
         """Stream the agent's model-messages.jsonl and tool-calls.jsonl into the log as they grow."""
