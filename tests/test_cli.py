@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kernel_tui import cli
+from kernel_tui.cli import entry as cli
 from kernel_tui.core.evaluator import evaluator as evaluator_module
 from tests.conftest import FIXTURE_NAMES, FIXTURES, ROOT
 
@@ -302,7 +302,7 @@ def test_a_stopped_headless_run_exits_as_the_shell_reports_its_signal(tmp_path, 
     import signal
     from types import SimpleNamespace
 
-    from kernel_tui import headless
+    from kernel_tui.cli import headless
 
     def stopped_run(ws, **kw):
         signal.raise_signal(signum)  # the handler finishes the phase in flight: the run ends unfinished

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui import cli
+from kernel_tui.cli import entry as cli
 from kernel_tui.tui.app import Closed, create_app
 from tests.test_tui_support import ADA, fixed_workspace, run, wait_until
 

@@ -113,7 +113,7 @@ def test_report_recomputes_a_stale_summary_and_marks_the_old_retest(tmp_path, fa
 
 
 def test_report_after_a_cli_restore_recomputes_the_best(tmp_path, fake_compare):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
 
     ws = fixed_workspace(tmp_path / "ws")
     c5 = with_round_5(ws)
@@ -158,7 +158,7 @@ def test_the_proposer_of_a_version_is_the_same_in_both_views(tmp_path):
 
 
 def test_a_restored_version_keeps_its_latency_in_the_history(tmp_path, capsys):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
 
     ws = fixed_workspace(tmp_path / "ws")
     with_round_5(ws)
@@ -171,7 +171,7 @@ def test_a_restored_version_keeps_its_latency_in_the_history(tmp_path, capsys):
 
 
 def test_restoring_an_unevaluated_draft_needs_force_and_warns(tmp_path, capsys):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
 
     ws = fixed_workspace(tmp_path / "ws")
     draft, edit = with_edited_round_5(ws)
@@ -186,7 +186,7 @@ def test_restoring_an_unevaluated_draft_needs_force_and_warns(tmp_path, capsys):
 
 
 def test_restoring_an_evaluated_version_asks_without_a_warning(tmp_path, capsys):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
 
     ws = fixed_workspace(tmp_path / "ws")
     with_round_5(ws)
@@ -209,7 +209,7 @@ def test_the_restore_question_on_the_screen_warns_for_an_unmeasured_version():
 # --- item: one vocabulary for verdicts ------------------------------------------------------------------
 
 def test_a_gate_rejection_is_never_shown_as_ok(tmp_path, fake_compare, capsys):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
     from kernel_tui.tui.present import history, rows
 
     ws = fixed_workspace(tmp_path / "ws")  # round 2 was measured ("ok") and rejected by the gate
@@ -230,7 +230,8 @@ def test_a_gate_rejection_is_never_shown_as_ok(tmp_path, fake_compare, capsys):
 # --- item: quitting during the final comparison ------------------------------------------------------------
 
 def test_a_final_comparison_cut_short_is_not_dereferenced(tmp_path, fake_compare):
-    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.controller import Controller
+    from kernel_tui.tui.options import RunOptions
 
     ws = fixed_workspace(tmp_path / "ws")
     cancel = threading.Event()
@@ -250,7 +251,7 @@ def test_a_final_comparison_cut_short_is_not_dereferenced(tmp_path, fake_compare
 # --- item: every figure says what it compares ----------------------------------------------------------------
 
 def test_history_and_report_say_what_each_percentage_compares(tmp_path, capsys):
-    from kernel_tui import cli
+    from kernel_tui.cli import entry as cli
 
     ws = fixed_workspace(tmp_path / "ws")
     capsys.readouterr()

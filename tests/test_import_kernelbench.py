@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernel_tui.cli import import_kernelbench as command
 from kernel_tui.core.errors import TaskError
 from kernel_tui.core.expressions import evaluate
-from kernel_tui.core.kernelbench import command, import_problem, task_name
+from kernel_tui.core.kernelbench import import_problem, task_name
 from kernel_tui.core.kernelbench.fit import Sample, fit
 from kernel_tui.core.kernelbench.source import parse, setter_source
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui.config import AgentSettings
+from kernel_tui.core.config import AgentSettings
 from kernel_tui.core.decision import AutoApprove
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
@@ -377,7 +377,7 @@ def test_an_empty_extra_body_sends_nothing_extra(workspace, server, key):
 
 
 def test_importing_the_proposer_does_not_import_litellm():
-    code = ("import sys, kernel_tui.core.proposers.llm, kernel_tui.config; "
+    code = ("import sys, kernel_tui.core.proposers.llm, kernel_tui.core.config; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('litellm', 'textual', 'openai')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)

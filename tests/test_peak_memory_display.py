@@ -8,10 +8,10 @@ import json
 from textual.app import App, ComposeResult
 
 from kernel_tui.core.evaluator.memory import GiB, gib
+from kernel_tui.core.format import memory_bytes
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report import write_report
 from kernel_tui.core.workspace import Workspace
-from kernel_tui.format import memory_bytes
 from kernel_tui.tui import present
 from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.view import NA

@@ -114,7 +114,8 @@ def test_the_persons_own_candidate_is_not_attributed_to_the_wrapped_proposer(tmp
 
 def test_the_controller_refuses_an_empty_reason_and_a_copy_of_best(tmp_path):
     from kernel_tui.core.run_control import RunControl
-    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.controller import Controller
+    from kernel_tui.tui.options import RunOptions
     from kernel_tui.tui.person import PersonDecider
 
     controller = Controller(RunOptions(target=None), lambda message: None)
@@ -139,7 +140,8 @@ def test_an_edit_or_own_candidate_that_cannot_run_costs_no_round_and_is_kept_to_
 
     from kernel_tui.core.run_control import RunControl
     from kernel_tui.core.workspace import Workspace
-    from kernel_tui.tui.controller import Controller, RunOptions
+    from kernel_tui.tui.controller import Controller
+    from kernel_tui.tui.options import RunOptions
     from kernel_tui.tui.person import PersonDecider
     from tests.conftest import FIXTURES
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from kernel_tui.cli.suite import add_parser
 from kernel_tui.core import events as ev
 from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
@@ -25,7 +26,6 @@ from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite import run as suite_run
-from kernel_tui.core.suite.command import add_parser
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.run import run_suite
 from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options, fastest_correct
@@ -193,7 +193,7 @@ def test_a_half_made_workspace_is_moved_aside_not_deleted(tmp_path):
 def test_the_command_prints_the_scores_of_a_finished_suite(ran, capsys):
     import argparse
 
-    from kernel_tui.core.suite.command import main
+    from kernel_tui.cli.suite import main
 
     o = ran["opts"]
     args = argparse.Namespace(tasks_dir=str(o.tasks_dir), out=str(o.out), proposer="replay", max_steps=1, device="cpu",
@@ -602,7 +602,7 @@ def argparse_parser():
 
 
 def test_the_command_exits_non_zero_when_no_task_could_be_scored(tmp_path, monkeypatch, capsys):
-    from kernel_tui.core.suite.command import main
+    from kernel_tui.cli.suite import main
 
     failed = [result(t, None, solved=False).model_copy(update={"reason": "no candidate was proposed: x"})
               for t in (GOOD, BAD)]
@@ -620,7 +620,7 @@ def test_the_command_exits_non_zero_when_no_task_could_be_scored(tmp_path, monke
 
 
 def test_the_command_summary_says_how_many_correct_tasks_scored_a_gate_rejected_candidate(tmp_path, monkeypatch, capsys):
-    from kernel_tui.core.suite.command import EXIT_OK, main
+    from kernel_tui.cli.suite import EXIT_OK, main
 
     rejected = result(GOOD, score(0.0096, 0.009)).model_copy(update={"best_is_baseline": True, "scored_round": 3})
     tasks = [rejected, result(BAD, None, solved=False)]

@@ -684,7 +684,7 @@ def test_an_empty_rejection_reason_is_refused(tmp_path):
 def test_every_command_line_option_says_what_it_does():
     import argparse
 
-    from kernel_tui.cli import build_parser
+    from kernel_tui.cli.parser import build_parser
 
     parser = build_parser()
     assert "kernel-tui [TASK|WORKSPACE]" in parser.format_usage()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_tui.core.format import percent
 from kernel_tui.core.history import (
     accepted_versions,
     current_best,
@@ -25,7 +26,6 @@ from kernel_tui.core.history import (
 )
 from kernel_tui.core.report import accepted_record, load_records, write_report
 from kernel_tui.core.workspace import Workspace, WorkspaceError
-from kernel_tui.format import percent
 from kernel_tui.tui import present
 from kernel_tui.tui.app import create_app
 from kernel_tui.tui.screens.history import HistoryScreen

@@ -1,7 +1,7 @@
 """What a Session tells its front end, one model per kind of event.
 
-Front ends dispatch on the type (or `kind`) and read typed fields; `text` is only the line a plain
-renderer prints, never something to search for meaning.
+Front ends dispatch on `kind`, one method per kind (event_handler.py), and read typed fields; `text` is only
+the line a plain renderer prints, never something to search for meaning.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ import git
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core import metrics
+from kernel_tui.core.format import percent
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.verdicts import PENDING, REJECTED_BY_GATE, label, verdict_category
 from kernel_tui.core.workspace import AFTER_ROUND, CHOSEN_START, RESTORED_FROM, Workspace, WorkspaceError
-from kernel_tui.format import percent
 
 # STARTED: a restore of a correct Triton version the gate did not find faster than the PyTorch starting
 # point, made the starting point by the person's choice (start_from)

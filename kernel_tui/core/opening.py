@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from kernel_tui.core.errors import KernelTuiError
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this before the screen opens
+    from kernel_tui.core.config import AgentSettings
     from kernel_tui.core.evaluator import Evaluator
     from kernel_tui.core.events import Event
     from kernel_tui.core.proposers.base import Proposer
@@ -109,23 +110,49 @@ def check_target(target: Path, workspace: Path | None) -> Workspace | None:
     return None
 
 
-def check_proposer(kind: str | None, candidates: Path | None, resumed: Workspace | None) -> None:
-    """Refuse a proposer make_proposer could not build, before a workspace exists (it decides the same way)."""
-    from kernel_tui.config import AgentSettings
+def uses_settings(kind: str | None, candidates: Path | None, resumed: Workspace | None) -> bool:
+    """Whether the proposer a run gets depends on the agent's settings: the llm proposer, or the default (llm
+    where a model is configured, else search). The front end loads them only then, once, and passes them in: a
+    broken settings file stops no run of the built-in search or a replay."""
+    return _kind(kind, candidates, _saved(resumed)) in (None, "llm")
 
-    saved = ((resumed.read_json("session.json") or {}).get("proposer") or {}) if resumed is not None else {}
-    kind = kind or saved.get("kind") or ("replay" if candidates else None)
+
+def _saved(ws: Workspace | None) -> dict:
+    """The proposer a workspace's run started with (session.json), or {}."""
+    return ((ws.read_json("session.json") or {}).get("proposer") or {}) if ws is not None else {}
+
+
+def _kind(kind: str | None, candidates: Path | None, saved: dict) -> str | None:
+    """The asked-for proposer; on resume the one the run started with; replay for --candidates; else None,
+    the default, which the settings decide."""
+    return kind or saved.get("kind") or ("replay" if candidates else None)
+
+
+def _replay_directory(candidates: Path | None, saved: dict) -> Path:
+    directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
+    if directory is None:
+        raise KernelTuiError("--proposer replay needs --candidates DIR")
+    return directory
+
+
+def _given(settings: AgentSettings | None) -> AgentSettings:
+    if settings is None:  # a front end that skipped uses_settings: its bug, not the person's input
+        raise ValueError("this proposer needs the agent settings: the front end loads them (uses_settings)")
+    return settings
+
+
+def check_proposer(kind: str | None, candidates: Path | None, resumed: Workspace | None,
+                   settings: AgentSettings | None = None) -> None:
+    """Refuse a proposer make_proposer could not build, before a workspace exists (it decides the same way).
+    `settings`: as the front end loaded them where uses_settings says so (a bad value was refused there)."""
+    saved = _saved(resumed)
+    kind = _kind(kind, candidates, saved)
     if kind == "replay":
         from kernel_tui.core.proposers.replay import ReplayProposer
 
-        directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
-        if directory is None:
-            raise KernelTuiError("--proposer replay needs --candidates DIR")
-        ReplayProposer(directory)  # a directory holding *.py candidates
-    elif kind in (None, "llm"):
-        settings = AgentSettings.load()  # a bad value is refused here too, not after the workspace exists
-        if kind == "llm":
-            settings.require_model()
+        ReplayProposer(_replay_directory(candidates, saved))  # a directory holding *.py candidates
+    elif kind == "llm":
+        _given(settings).require_model()
 
 
 def open_or_create(target: Path, workspace: Path | None) -> Workspace:
@@ -137,23 +164,19 @@ def open_or_create(target: Path, workspace: Path | None) -> Workspace:
     return Workspace.create(target, path=workspace) if workspace else Workspace.create(target)
 
 
-def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, evaluator: Evaluator) -> Proposer:
-    """The asked-for proposer; on resume the one the run started with; else llm if configured, else search."""
-    saved = (ws.read_json("session.json") or {}).get("proposer") or {}
-    if kind is None:
-        from kernel_tui.core.proposers.factory import default_kind
+def make_proposer(kind: str | None, candidates: Path | None, ws: Workspace, evaluator: Evaluator,
+                  settings: AgentSettings | None = None) -> Proposer:
+    """The asked-for proposer; on resume the one the run started with; else llm if configured, else search.
+    `settings`: the agent's, as the front end loaded them where uses_settings says so."""
+    from kernel_tui.core.proposers.factory import build, default_kind
 
-        kind = saved.get("kind") or ("replay" if candidates else default_kind())
+    saved = _saved(ws)
+    kind = _kind(kind, candidates, saved) or default_kind(_given(settings))
     if kind == "replay":
         from kernel_tui.core.proposers.replay import ReplayProposer
 
-        directory = candidates or (Path(saved["directory"]) if saved.get("kind") == "replay" else None)
-        if directory is None:
-            raise KernelTuiError("--proposer replay needs --candidates DIR")
-        return ReplayProposer(directory)
-    from kernel_tui.core.proposers.factory import build
-
-    return build(kind, ws, evaluator)
+        return ReplayProposer(_replay_directory(candidates, saved))
+    return build(kind, ws, evaluator, settings)
 
 
 def evaluators_for(ws: Workspace, device: str, gpus: str | None, cancel: threading.Event) -> list[Evaluator]:
@@ -178,16 +201,18 @@ def evaluators_for(ws: Workspace, device: str, gpus: str | None, cancel: threadi
 
 def run_headless(ws: Workspace, *, device: str, proposer: str | None, candidates: Path | None,
                  max_steps: int | None, cancel: threading.Event, on_event: Callable[[Event], None],
-                 on_start: Callable[[str], None], gpus: str | None = None) -> tuple[RunSummary | None, list[Path]]:
+                 on_start: Callable[[str], None], gpus: str | None = None,
+                 settings: AgentSettings | None = None) -> tuple[RunSummary | None, list[Path]]:
     """The unattended run of a locked workspace: an evaluator (one per GPU of `gpus`), its proposer, the
     Session loop to its end (or to `cancel`), then the report. Returns the summary (None when stopped or
-    the preflight failed) and the report's files. `kernel-tui run --headless` and each task of a suite run this."""
+    the preflight failed) and the report's files. `kernel-tui run --headless` and each task of a suite run this;
+    `settings`: the agent's, as the front end loaded them where uses_settings says so."""
     from kernel_tui.core.report import write_report
     from kernel_tui.core.session import Session
 
     evaluator, *parallel = evaluators_for(ws, device, gpus, cancel)
     try:
-        made = make_proposer(proposer, candidates, ws, evaluator)
+        made = make_proposer(proposer, candidates, ws, evaluator, settings)
         where = f"device {evaluator.device}" + (f" × {1 + len(parallel)}" if parallel else "")
         on_start(f"workspace {ws.root} — task {ws.task.name}, {where}, proposer {made.info.name}"
                  + (f" (batches of {1 + len(parallel)})" if parallel and made.batches else ""))

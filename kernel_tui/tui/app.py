@@ -18,13 +18,16 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.worker import Worker
 
-from kernel_tui.tui.controller import Controller, RunOptions
+from kernel_tui.tui.controller import Controller
 from kernel_tui.tui.messages import OpenFailed
+from kernel_tui.tui.options import RunOptions
 from kernel_tui.tui.screens.main import MainScreen
 from kernel_tui.tui.workers import WorkersMixin
 
 if TYPE_CHECKING:
     from textual.message_pump import MessagePump
+
+    from kernel_tui.core.config import AgentSettings
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 STOP_WAIT_SECONDS = 60.0
@@ -131,7 +134,7 @@ class KernelTuiApp(WorkersMixin, App[None]):
         try:
             resumed = check_target(path, opts.workspace)
             if not hasattr(opts.proposer, "propose"):  # a Proposer object (the tests') needs no check
-                check_proposer(opts.proposer, opts.candidates, resumed)
+                check_proposer(opts.proposer, opts.candidates, resumed, opts.agent_settings(resumed))
         except KernelTuiError as exc:
             target.post_message(ChoiceChecked(path, str(exc)))
             return
@@ -180,7 +183,8 @@ def create_app(
     keymap: dict[str, str] | None = None,
     **extra: Any,
 ) -> KernelTuiApp:
-    """The app factory (run_tui and the tests build the app through it). extra: person, auto_approve, paused, gpus."""
+    """The app factory (run_tui and the tests build the app through it). extra: person, auto_approve, paused, gpus,
+    settings (the agent's, as the command line loaded them)."""
     options = RunOptions(target=Path(target) if target is not None else None, device=device, proposer=proposer,
                          candidates=Path(candidates) if candidates else None, max_steps=max_steps,
                          workspace=Path(workspace) if workspace else None, **extra)
@@ -197,6 +201,7 @@ def run_tui(
     workspace: Path | None = None,
     keymap: dict[str, str] | None = None,
     gpus: str | None = None,
+    settings: AgentSettings | None = None,
 ) -> Closed:
     """Run the interactive screen until it closes: its exit code (0, or 2 when the target could not be opened)
     and the workspace it had open, if any.
@@ -204,8 +209,9 @@ def run_tui(
     target None: a picker of workspaces (workspaces/*, ./*) and tasks (fixtures/*, ./*); a task directory: a new
     workspace (at `workspace`, else workspaces/<task>-<time>); a workspace: resume it. proposer: "search", "llm",
     "replay" (with candidates) or None (the workspace's own on resume, else llm if configured, else search).
+    settings: the agent's, loaded by the command line where the proposer uses them (else the screen loads them).
     """
     app = create_app(target, device=device, proposer=proposer, candidates=candidates, max_steps=max_steps,
-                     workspace=workspace, keymap=keymap, gpus=gpus)
+                     workspace=workspace, keymap=keymap, gpus=gpus, settings=settings)
     app.run()
     return Closed(app.return_code if app.return_code is not None else EXIT_OK, app.workspace)

@@ -2,15 +2,18 @@
 
 Thread side (run inside Textual thread workers, see workers.py): `run` opens the workspace and hands it to
 `Session.run`, the one run loop headless mode uses too, steered by a RunControl (pause, "next", cancel);
-`finalize`, `report`, `restore`, `history`, `detail` and `tail_agent` are the other blocking jobs. Every
-result reaches the screens as a message (messages.py) carrying display state (view.py).
+`finalize`, `report`, `restore`, `profile` and `tail_agent` are the other blocking jobs, and the history
+screen's reads go through `reader` (history_reader.py). Every
+result reaches the screens as a message (messages.py) carrying display state (view.py); the Session's
+events do too, one method per kind (session_events.py).
 
 UI side (called from the event loop, never blocking): approve, reject, stage_edit, write_own,
 toggle_pause, next_round, toggle_auto, stop.
 
-Nothing from the core is imported at module import: the App paints first, the core loads in a worker.
+Nothing from the core is imported at module import (event_handler.py imports nothing): the App paints first,
+the core loads in a worker.
 One lock, `engine` (the RunControl's), is held by whatever moves the workspace forward (a round, the final comparison, a
-restore), so none of them ever sees another's half-done state; history reads use their own Workspace.
+restore), so none of them ever sees another's half-done state; the history reader uses its own Workspace.
 """
 
 from __future__ import annotations
@@ -18,47 +21,25 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from kernel_tui.tui.messages import (
-    EvalProgress,
-    LogLine,
-    OpenFailed,
-    PendingChanged,
-    ProfileTaken,
-    RunStateChanged,
-    ViewChanged,
-)
-from kernel_tui.tui.view import EvalStep, HistoryData, PendingView, ProfileView, VersionDetail
+from kernel_tui.tui.history_reader import HistoryReader
+from kernel_tui.tui.messages import EvalProgress, LogLine, OpenFailed, PendingChanged, RunStateChanged, ViewChanged
+from kernel_tui.tui.options import RunOptions
+from kernel_tui.tui.session_events import ScreenEvents
+from kernel_tui.tui.view import PendingView
 
 if TYPE_CHECKING:
     from kernel_tui.core.decision import PendingProposal
     from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.events import Event
     from kernel_tui.core.records import ProposerInfo
     from kernel_tui.core.run_control import RunControl
     from kernel_tui.core.session import Session
     from kernel_tui.core.workspace import Workspace
     from kernel_tui.tui.person import PersonDecider, PersonProposer
-
-
-@dataclass
-class RunOptions:
-    target: Path | None
-    device: str = "auto"
-    proposer: Any = None  # "search" | "llm" | "replay" | a Proposer instance | None (core.opening.make_proposer decides)
-    candidates: Path | None = None
-    max_steps: int | None = None
-    workspace: Path | None = None
-    gpus: str | None = None  # evaluate batches in parallel over these GPUs (core.opening.evaluators_for)
-    person: Any = None  # a ProposerInfo; default: person_identity()
-    auto_approve: bool = False
-    paused: bool = False  # start paused (rounds start with n)
-    tail_interval: float = 0.5
 
 
 class Controller:
@@ -68,10 +49,8 @@ class Controller:
         self.control: RunControl | None = None  # made with the session: the core loads in a worker
         self._jobs = threading.Lock()  # one queued final comparison or restore at a time
         self._writing = threading.Lock()  # one report at a time
-        self._finalizing = False
-        self._last_phase: tuple | None = None
-        self._hist_lock = threading.Lock()
-        self._hist_ws: Workspace | None = None
+        self.finalizing = False
+        self._reader: HistoryReader | None = None
         self.ready = threading.Event()  # the workspace is open (history and report may read it from now on)
         self.stopped = threading.Event()  # the session loop has ended: nothing may move the workspace any more
         self.ws: Workspace | None = None
@@ -88,8 +67,8 @@ class Controller:
         self.refused_own: str | None = None
         self.best_source = ""
         self.state_text = "opening the workspace…"
-        self._pending_view: PendingView | None = None
-        self._preflight_failed: str | None = None
+        self.pending_view: PendingView | None = None
+        self.preflight_failed: str | None = None
         # what the candidate pane says while nothing is proposed: why, and what the person can do
         self.idle_hint: str | None = None
 
@@ -114,11 +93,11 @@ class Controller:
                 self._open()
             except KernelTuiError as exc:
                 self.post(OpenFailed(str(exc)))
-                self._state(f"cannot open: {exc}")
+                self.show_state(f"cannot open: {exc}")
                 return
             self._loop()
         except Exception as exc:
-            self._state(f"rounds stopped by an error ({type(exc).__name__}); the workspace is intact — q quits")
+            self.show_state(f"rounds stopped by an error ({type(exc).__name__}); the workspace is intact — q quits")
             raise  # the App's worker handler shows it
         finally:
             self._close()
@@ -140,28 +119,29 @@ class Controller:
             evaluator, *parallel = evaluators_for(ws, opts.device, opts.gpus, self.cancel)
             self.parallel = parallel
             inner = opts.proposer if hasattr(opts.proposer, "propose") else make_proposer(
-                opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator)
+                opts.proposer, Path(opts.candidates) if opts.candidates else None, ws, evaluator, opts.agent_settings(ws))
             person = self.person = opts.person or person_identity()
             proposer = self.proposer = PersonProposer(inner, person, ws.root / ".work")
             decider = self.decider = PersonDecider(on_waiting=self._on_waiting)
             decider.auto_approve = opts.auto_approve
             self.control = RunControl(cancel=self.cancel, paused=opts.paused, stay_when_idle=True)
             self.session = Session(ws, evaluator, proposer, decider, max_steps=opts.max_steps,
-                                   cancel=self.cancel, on_event=self._on_event, parallel=parallel)
+                                   cancel=self.cancel, on_event=ScreenEvents(self).handle, parallel=parallel)
         except BaseException:
             ws.unlock()
             raise
         self.ws, self.evaluator = ws, evaluator
-        self._log(f"workspace {ws.root.name}: task {ws.task.name}, device {evaluator.device}, "
+        self._reader = HistoryReader(ws.root, self.profiles_off)
+        self.log(f"workspace {ws.root.name}: task {ws.task.name}, device {evaluator.device}, "
                   f"proposer {inner.info.name}", "bold")
-        self._refresh()
+        self.refresh()
         self.ready.set()
 
     def _loop(self) -> None:
         assert self.session is not None and self.control is not None
-        self._state("preflight: reference self-check and baseline correctness…", busy=True)
+        self.show_state("preflight: reference self-check and baseline correctness…", busy=True)
         self.session.run(self.control)  # returns when cancelled (it stays when idle), or the preflight failed
-        if self._preflight_failed is not None:
+        if self.preflight_failed is not None:
             self.cancel.wait()  # keep the failure on screen, and the workspace locked, until the person quits
 
     def _close(self) -> None:
@@ -181,8 +161,8 @@ class Controller:
     def _acquire_engine(self, what: str) -> bool:
         if self.engine.acquire(blocking=False):
             return True
-        self._log(f"{what}: {self.waits_for()}", "yellow")
-        self._state(f"{what}: {self.waits_for()}")
+        self.log(f"{what}: {self.waits_for()}", "yellow")
+        self.show_state(f"{what}: {self.waits_for()}")
         while not self.cancel.is_set():
             if self.engine.acquire(timeout=0.25):
                 return True
@@ -194,7 +174,7 @@ class Controller:
         queued at a time; rounds pause; it waits for the round in flight. Yields False when it cannot run."""
         self._require_ready(moving=True)
         if not self._jobs.acquire(blocking=False):
-            self._log("a final comparison, restore or profile is already queued", "yellow")
+            self.log("a final comparison, restore or profile is already queued", "yellow")
             yield False
             return
         try:
@@ -216,22 +196,22 @@ class Controller:
             if not ready:
                 return
             assert self.session is not None and self.control is not None
-            self._finalizing = True
+            self.finalizing = True
             try:
-                self._state("final comparison: baseline vs best in fresh processes…", busy=True)
+                self.show_state("final comparison: baseline vs best in fresh processes…", busy=True)
                 stopped = None if self.control.idle else "the person ran the final comparison"
                 summary = self.session.finalize(stopped)
             finally:
-                self._finalizing = False
+                self.finalizing = False
             if summary is None:  # quit or cancelled mid re-test: the earlier records are kept as they were
-                self._log("final comparison stopped before it finished: no summary written", "yellow")
-                self._state("final comparison stopped — nothing was written")
+                self.log("final comparison stopped before it finished: no summary written", "yellow")
+                self.show_state("final comparison stopped — nothing was written")
                 return
-            self._log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
+            self.log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
                       f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
                                                       if summary.final_speedup is not None else ""), "bold")
-            self._refresh()
-        self._state("final comparison done — p writes the report · n runs another round")
+            self.refresh()
+        self.show_state("final comparison done — p writes the report · n runs another round")
 
     def report(self) -> list[Path]:
         """Key p: report.md and the figures, from the workspace's records (read only: no engine lock)."""
@@ -240,14 +220,14 @@ class Controller:
 
         assert self.ws is not None
         if not self._writing.acquire(blocking=False):
-            self._log("the report is already being written", "yellow")
+            self.log("the report is already being written", "yellow")
             return []
         try:
-            self._log("writing the report…", "dim")
+            self.log("writing the report…", "dim")
             written = write_report(self.ws.root)
         finally:
             self._writing.release()
-        self._log("report: " + ", ".join(p.name for p in written), "bold")
+        self.log("report: " + ", ".join(p.name for p in written), "bold")
         return written
 
     def restore(self, rev: str, *, start: bool = False) -> tuple[str, str]:
@@ -264,11 +244,11 @@ class Controller:
             commit = (start_from if start else restore_version)(self.ws, rev, self.person).hexsha
             left = self.session is None or self.session.remaining > 0
             log, notice, pane = present.restored_words(self.ws, commit, left)
-            self._log(log, "bold cyan")
+            self.log(log, "bold cyan")
             self.idle_hint = pane  # nothing is waiting: the engine was free
-            self._show_pending(None)
-            self._refresh()
-            self._state(f"paused — best is now {commit[:8]} ({version_label(current_best(self.ws))}) · "
+            self.show_pending(None)
+            self.refresh()
+            self.show_state(f"paused — best is now {commit[:8]} ({version_label(current_best(self.ws))}) · "
                         + ("n runs one round · space resumes" if left else "budget spent: c final comparison · p report"))
         return commit, notice
 
@@ -282,47 +262,28 @@ class Controller:
     def profile(self, rev: str) -> None:
         """Profile a version now with Nsight Compute: the GPU is the rounds' too, so they pause for it. Where
         this session cannot profile, it says why and nothing pauses."""
-        off = self.session.profiles_off() if self.session is not None else None
+        off = self.profiles_off()
         if off is not None:
-            self._log(f"no profile of {rev[:8]}: {off}", "yellow")
+            self.log(f"no profile of {rev[:8]}: {off}", "yellow")
             return
         with self._engine_job("profile") as ready:
             if not ready:
                 return
             assert self.session is not None
-            self._state(f"profiling {rev[:8]} with Nsight Compute…", busy=True)
+            self.show_state(f"profiling {rev[:8]} with Nsight Compute…", busy=True)
             record = self.session.profile_version(rev)
-            self._state("profile done — space resumes" if record is not None else "no profile — see the log")
+            self.show_state("profile done — space resumes" if record is not None else "no profile — see the log")
 
-    def profile_view(self, commit: str, against: str | None) -> ProfileView:
+    def profiles_off(self) -> str | None:
+        """Why this session cannot profile, in words; None where it can."""
+        return self.session.profiles_off() if self.session is not None else None
+
+    @property
+    def reader(self) -> HistoryReader:
+        """The history screen's reads (versions, a detail, a profile view), once the workspace is open."""
         self._require_ready()
-        from kernel_tui.tui import present
-
-        off = self.session.profiles_off() if self.session is not None else None
-        with self._hist_lock:
-            return present.profile_view(self._history_ws(), commit, against, off)
-
-    def _history_ws(self) -> Workspace:
-        from kernel_tui.core.workspace import Workspace
-
-        assert self.ws is not None
-        if self._hist_ws is None:
-            self._hist_ws = Workspace.open(self.ws.root)  # its own git processes: safe beside the session's
-        return self._hist_ws
-
-    def history(self) -> HistoryData:
-        self._require_ready()
-        from kernel_tui.tui import present
-
-        with self._hist_lock:
-            return present.history(self._history_ws())
-
-    def detail(self, commit: str, against: str | None, label: str) -> VersionDetail:
-        self._require_ready()
-        from kernel_tui.tui import present
-
-        with self._hist_lock:
-            return present.detail(self._history_ws(), commit, against, label)
+        assert self._reader is not None
+        return self._reader
 
     def tail_agent(self) -> None:
         """Stream the agent's model-messages.jsonl and tool-calls.jsonl into the log as they grow."""
@@ -336,7 +297,7 @@ class Controller:
             if self.cancel.is_set():
                 return
         assert self.ws is not None
-        agentlog.follow(self.ws.root, lambda text: self._log(text, "magenta"), self.cancel,
+        agentlog.follow(self.ws.root, lambda text: self.log(text, "magenta"), self.cancel,
                         self.options.tail_interval, (MESSAGES_FILE, TOOL_CALLS_FILE))
 
     def _require_ready(self, *, moving: bool = False) -> None:
@@ -347,106 +308,26 @@ class Controller:
         if moving and self.stopped.is_set():
             raise KernelTuiError("the session has stopped (see the log); reopen the workspace to continue")
 
-    # --- Session events (in the Session's thread, or the final comparison's) --------------------------
-    def _on_event(self, e: Event) -> None:
-        from kernel_tui.core import events as ev
-        from kernel_tui.tui import present
-
-        if isinstance(e, ev.ProgressEvent):
-            p = e.progress
-            where = "final comparison" if self._finalizing else ("preflight" if e.round == 0 else f"round {e.round}")
-            self.post(EvalProgress(EvalStep(where=where, phase=p.phase, k=p.k, n=p.n, block=p.block)))
-            key = (where, p.phase, p.block)
-            if key != self._last_phase and p.phase != "done":
-                self._last_phase = key
-                self._log(f"{where}: {p.phase}" + (f" (block {p.block + 1})" if p.phase not in ("policy",) else ""), "dim")
-        elif isinstance(e, ev.PreflightEvent):
-            self.post(EvalProgress(None))
-            self._refresh()
-            pre = e.preflight
-            if pre.status != "ok":
-                self._preflight_failed = pre.baseline
-                self._log(f"preflight failed: {pre.baseline}", "bold red")
-                self._state(f"preflight failed: {pre.baseline} — q quits; the workspace is kept")
-                return
-            self._log(e.text, "green" if e.recorded_earlier else "bold")
-            if self._paused:
-                self._state("paused — space resumes · n runs one round")
-        elif isinstance(e, ev.RoundStartEvent):
-            if self.idle_hint is not None:  # it said what to do while nothing ran: a round runs now
-                self.idle_hint = None
-                self._show_pending(None)
-            self._state(f"round {e.round}: resuming" if e.resuming else "asking the proposer…", busy=True)
-            if e.resuming:
-                self._log(e.text)
-        elif isinstance(e, ev.ProposalEvent):
-            self.staged = self.refused_edit = None
-            auto = self.decider is not None and self.decider.auto_approve
-            state = "auto-approved — evaluating" if auto else \
-                "awaiting your decision — a approve · r reject · e edit · E $EDITOR · f full source"
-            if e.pending.queued and not auto:
-                state += f" · A approves it and the {e.pending.queued} more of this batch"
-            self._show_pending(present.pending_view(e.pending, state, waiting=not auto))
-            self._log(e.text, "bold")
-        elif isinstance(e, ev.DecisionEvent):
-            if e.decision.action == "reject":
-                return  # the verdict line says it, with the reason
-            self._log(e.text, "cyan")
-            if self._pending_view is not None:
-                edited = self._pending_view.edited
-                self._show_pending(replace(self._pending_view, waiting=False, state=(
-                    "your revision — committed as yours, evaluating…" if edited else "approved — evaluating…")))
-                self._state(f"round {e.round}: evaluating…", busy=True)
-        elif isinstance(e, ev.VerdictEvent):
-            ln = e.line
-            style = "bold green" if ln.accepted else ("cyan" if ln.status == "rejected_by_person" else
-                                                       "yellow" if ln.status == "ok" else "red")
-            self._log(f"round {ln.round}: {present.verdict_word(ln)} — {ln.reason}", style)
-            self.post(EvalProgress(None))
-            if self._pending_view is not None and self._pending_view.round == ln.round:
-                self._show_pending(replace(self._pending_view, waiting=False,
-                                           state=f"verdict: {present.verdict_word(ln)} — {ln.reason}"))
-            self.staged = None
-            self._refresh()
-            self._state("paused — space resumes · n runs one round" if self._paused else "next round…",
-                        busy=not self._paused)
-        elif isinstance(e, ev.BestChangedEvent):
-            self._log(e.text, "bold green")
-        elif isinstance(e, ev.IdleEvent):
-            self._refresh()
-            if self.ws is not None and self.proposer is not None:
-                self.idle_hint = present.idle_hint(self.ws, self.proposer.info, e.text.removeprefix("idle: "),
-                                                   e.budget_spent)
-                self._show_pending(None)
-            self._state(f"{e.text} — " + ("" if e.budget_spent else "w write your own · ") + "c final comparison · p report")
-        elif isinstance(e, ev.BudgetEvent):
-            return
-        elif isinstance(e, ev.ProfileEvent):
-            self._log(e.text)
-            self.post(ProfileTaken(e.record.commit))
-        else:
-            self._log(e.text, "bold" if isinstance(e, ev.FinishedEvent) else "")
-
     def _on_waiting(self, pending: PendingProposal | None) -> None:
         if pending is not None:
             batch = f" · {pending.queued} more of this batch wait (A approves them all)" if pending.queued else ""
-            self._state(f"round {pending.round}: awaiting your decision{batch}", busy=False)
+            self.show_state(f"round {pending.round}: awaiting your decision{batch}", busy=False)
 
-    # --- posting --------------------------------------------------------------------------------------
-    def _show_pending(self, view: PendingView | None) -> None:
-        self._pending_view = view
+    # --- posting (here and in session_events.py, the Session's events) ------------------------------------
+    def show_pending(self, view: PendingView | None) -> None:
+        self.pending_view = view
         self.post(PendingChanged(view))
 
-    def _log(self, text: str, style: str = "") -> None:
+    def log(self, text: str, style: str = "") -> None:
         self.post(LogLine(text, style))
 
-    def _state(self, text: str | None = None, *, busy: bool = False) -> None:
+    def show_state(self, text: str | None = None, *, busy: bool = False) -> None:
         if text is not None:
             self.state_text = text
         auto = self.decider.auto_approve if self.decider is not None else self.options.auto_approve
         self.post(RunStateChanged(self.state_text, paused=self._paused, auto_approve=auto, busy=busy))
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         """Rebuild the whole run view from the workspace (in the calling worker thread)."""
         from kernel_tui.tui import present
         from kernel_tui.tui.view import RunView
@@ -546,13 +427,13 @@ class Controller:
             return "no proposal is waiting for a decision; the edit was not kept"
         if source == pending.source:
             self.staged = self.refused_edit = None
-            self._show_pending(present.pending_view(pending, "unchanged — awaiting your decision"))
+            self.show_pending(present.pending_view(pending, "unchanged — awaiting your decision"))
             return "no change to the proposal"
         if (why := self._refusal(source)) is not None:
             self.refused_edit = source
             return f"edit not sent, no round spent: {why} — e opens your edit again"
         self.staged, self.refused_edit = source, None
-        self._show_pending(present.edited_view(pending, source))
+        self.show_pending(present.edited_view(pending, source))
         return None
 
     def write_own(self, source: str, change: str) -> str | None:
@@ -568,20 +449,20 @@ class Controller:
         self.refused_own = None
         self.proposer.queue(source, change)
         self.control.one_round()  # paused or idle: run it now; running: it is the next round anyway
-        self._log(f"your candidate is queued: {change}", "cyan")
+        self.log(f"your candidate is queued: {change}", "cyan")
         return None
 
     def pause(self) -> None:
         if self.control is not None:
             self.control.pause()
-        self._state()
+        self.show_state()
 
     def toggle_pause(self) -> bool:
         if self.control is None:
             self.options.paused = not self.options.paused
             return self.options.paused
         paused = self.control.toggle_pause(may_resume_idle=self.session is None or self.session.remaining > 0)
-        self._state()
+        self.show_state()
         return paused
 
     def next_round(self) -> str | None:
@@ -598,7 +479,7 @@ class Controller:
         self.options.auto_approve = on
         if self.decider is not None:
             self.decider.auto_approve = on  # a proposal waiting now is approved at once
-        self._state()
+        self.show_state()
         return on
 
     def stop(self) -> None:

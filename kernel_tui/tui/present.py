@@ -8,6 +8,7 @@ from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
 from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
+from kernel_tui.core.format import percent
 from kernel_tui.core.history import (
     accepted_versions,
     all_proposals,
@@ -27,7 +28,6 @@ from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.report import accepted_record, status_counts
 from kernel_tui.core.verdicts import label, verdict_category
 from kernel_tui.core.workspace import Workspace
-from kernel_tui.format import percent
 from kernel_tui.tui.view import (
     NA,
     BestView,

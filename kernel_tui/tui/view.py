@@ -1,7 +1,8 @@
 """What the screens display: frozen, plain data built from the core in a worker thread.
 
-Nothing here imports the core, git or pydantic, so the App paints before the core is loaded; the
-builders that fill these from a workspace live in `present.py` and run in thread workers only.
+Nothing here imports git, pydantic or the core's models (only core/format.py, which imports nothing), so
+the App paints before the core is loaded; the builders that fill these from a workspace live in
+`present.py` and run in thread workers only.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kernel_tui.format import latency, memory_bytes, percent  # the one home of number formatting (no core import)
+from kernel_tui.core.format import latency, memory_bytes, percent  # the one home of number formatting
 
 NA = "—"
 

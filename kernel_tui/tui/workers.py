@@ -45,11 +45,11 @@ class WorkersMixin:
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history", description="load history")
     def load_history(self, controller: Controller, target: MessagePump) -> None:
-        target.post_message(HistoryLoaded(controller.history()))
+        target.post_message(HistoryLoaded(controller.reader.history()))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="history-detail", description="version detail")
     def load_detail(self, controller: Controller, target: MessagePump, commit: str, against: str | None, label: str) -> None:
-        detail = controller.detail(commit, against, label)
+        detail = controller.reader.detail(commit, against, label)
         if not get_current_worker().is_cancelled:  # a newer selection superseded this one
             target.post_message(DetailLoaded(detail))
 
@@ -61,13 +61,13 @@ class WorkersMixin:
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile-view", description="load a profile")
     def load_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:
-        target.post_message(ProfileLoaded(controller.profile_view(commit, against)))
+        target.post_message(ProfileLoaded(controller.reader.profile_view(commit, against)))
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="profile", description="profile a version")
     def run_profile(self, controller: Controller, target: MessagePump, commit: str, against: str | None) -> None:
         try:
             controller.profile(commit)
-            view = controller.profile_view(commit, against)
+            view = controller.reader.profile_view(commit, against)
         except Exception as exc:  # the screen must not keep saying "profiling…"; the error is shown too
             target.post_message(ProfileLoaded(ProfileView(commit=commit, title=f"profile of {commit[:8]}", profiled=False,
                                                           lines=(f"no profile: {type(exc).__name__}: {exc}",))))

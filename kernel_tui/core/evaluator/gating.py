@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from kernel_tui.core import gate
 from kernel_tui.core.evaluator.labels import timing_label
 from kernel_tui.core.evaluator.models import EvalResult, ShapeFigure, Status, TimingBlock, WorkerResult
+from kernel_tui.core.format import shape_figures as format_shapes
 from kernel_tui.core.task import Task
-from kernel_tui.format import shape_figures as format_shapes
 
 # On the CPU interpreter timings carry no GPU meaning, so the sequential design is kept short: the
 # pipeline and the statistics run as on a GPU, with fewer processes. Caps, not defaults: each block count

@@ -20,8 +20,8 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.format import memory_bytes
 from kernel_tui.core.task import TaskSpec
-from kernel_tui.format import memory_bytes
 
 GiB = 2**30
 GUARD = 256  # elements on each side of an output (the harness's guard bands)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_tui.format import percent
+from kernel_tui.core.format import percent
 
 
 def pct(fraction: float) -> str:

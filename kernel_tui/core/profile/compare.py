@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kernel_tui.core.format import DASH, decimal_bytes, latency
 from kernel_tui.core.profile.models import Profile, stall_label
-from kernel_tui.format import DASH, decimal_bytes, latency
 
 # Changes smaller than these are left out as noise: relative ones (time, traffic, registers), percentage
 # points (throughputs, occupancy, hit rates), and a stall reason's relative change, which counts only for

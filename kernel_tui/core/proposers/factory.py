@@ -1,6 +1,10 @@
-"""Builds the proposer a run asks for. The built-in search is the default whenever no model is configured."""
+"""Builds the proposer a run asks for. The built-in search is the default whenever no model is configured.
+
+The agent's settings come from the front end, which loads them once; nothing here reads them."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import git
 
@@ -9,15 +13,16 @@ from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.proposers.base import Proposer
 from kernel_tui.core.workspace import Workspace, WorkspaceError
 
+if TYPE_CHECKING:
+    from kernel_tui.core.config import AgentSettings
 
-def default_kind(settings=None) -> str:
-    from kernel_tui.config import AgentSettings
 
-    settings = settings or AgentSettings.load()
+def default_kind(settings: AgentSettings) -> str:
     return "llm" if settings.is_configured else "search"
 
 
-def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Proposer:
+def build(kind: str, ws: Workspace, evaluator: Evaluator, settings: AgentSettings | None = None) -> Proposer:
+    """`settings`: the agent's, loaded by the front end; the llm proposer needs them, the others do not."""
     if kind == "search":
         from kernel_tui.core.proposers.search import SearchProposer
 
@@ -37,14 +42,9 @@ def build(kind: str, ws: Workspace, evaluator: Evaluator, settings=None) -> Prop
                               resources=compiled if evaluator.device == "cuda" else None,
                               device=evaluator.device, sources=source_at)
     if kind == "llm":
-        from kernel_tui.config import AgentSettings
         from kernel_tui.core.proposers.llm import LLMProposer
 
-        settings = settings or AgentSettings.load()
-        if not settings.is_configured:
-            raise KernelTuiError(
-                "no model configured: set KERNEL_AGENT_MODEL (and KERNEL_AGENT_API_KEY) in the environment or in "
-                "~/.config/kernel-tui/agent.env, or use --proposer search"
-            )
-        return LLMProposer(ws, evaluator, settings)
+        if settings is None:  # a front end that did not load them: its bug, not the person's input
+            raise ValueError("the llm proposer needs the agent settings the front end loads")
+        return LLMProposer(ws, evaluator, settings.require_model())
     raise KernelTuiError(f"unknown proposer {kind!r} (search, llm or replay)")

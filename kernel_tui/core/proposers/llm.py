@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_tui.config import AgentSettings
+from kernel_tui.core.config import AgentSettings
 from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.history import current_best, version_label

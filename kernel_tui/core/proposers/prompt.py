@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from kernel_tui.core import policy
 from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.format import duration
 from kernel_tui.core.proposers.base import ProposerContext
 from kernel_tui.core.proposers.facts import environment_facts
 from kernel_tui.core.task import InputDistribution, Task, TensorSpec
 from kernel_tui.core.workspace import Workspace
-from kernel_tui.format import duration
 
 NUDGE = (
     "Your reply had no tool call, so nothing happened. Continue by calling exactly one tool: read_best, "

@@ -7,6 +7,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
+from kernel_tui.core.format import memory_bytes
 from kernel_tui.core.history import STARTED
 from kernel_tui.core.metrics import COST_MODEL_ERRORS, Roof
 from kernel_tui.core.profile.compare import compare_profiles, profile_table_row
@@ -14,7 +15,6 @@ from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report.records import RECORD_FILES, RunRecords, category, status_counts
 from kernel_tui.core.report.text import MISSING, cell, format_latency, pct, roof_pct
 from kernel_tui.core.verdicts import ACCEPTED, REJECTED_BY_GATE, REJECTED_BY_PERSON, label, run_status_label
-from kernel_tui.format import memory_bytes
 
 INTERPRETER_BANNER = ("> **⚠ CPU INTERPRETER — THESE TIMINGS ARE NOT GPU TIMINGS.** Every latency, improvement and "
                       "speedup below was measured on Triton's CPU interpreter at a small shape. They show the "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel_tui.core.format import DASH, latency, percent
 from kernel_tui.core.metrics import Roof
-from kernel_tui.format import DASH, latency, percent
 
 MISSING = DASH  # the report's mark for no value
 

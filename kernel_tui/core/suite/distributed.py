@@ -43,6 +43,8 @@ from kernel_tui.core.suite.score import one_line
 if TYPE_CHECKING:
     from distributed import Client
 
+    from kernel_tui.core.config import AgentSettings
+
 RETRIES = 2  # runs of a task after its GPU failed the health check (a dead worker is the scheduler's to retry)
 CONNECT_TIMEOUT = 30  # seconds to reach the scheduler
 WORKER_WAIT = 60.0  # seconds to wait for a first worker
@@ -77,9 +79,10 @@ class TaskJob(BaseModel):
                             candidates=Path(self.candidates) if self.candidates else None)
 
 
-def run_job(job: TaskJob, cancel: threading.Event, on_event: OnEvent, where: str) -> TaskResult | None:
+def run_job(job: TaskJob, cancel: threading.Event, on_event: OnEvent, where: str,
+            settings: AgentSettings | None = None) -> TaskResult | None:
     """The task, in this process; None when stopped. Whatever it raises is its failed result."""
-    runner = SuiteRunner(job.options(), cancel=cancel, on_event=on_event, gpu=job.gpu)
+    runner = SuiteRunner(job.options(), cancel=cancel, on_event=on_event, gpu=job.gpu, settings=settings)
     try:
         return runner.run_task(Path(job.tasks_dir) / job.task)
     except Exception as exc:  # noqa: BLE001 - the task's failure, not the suite's
@@ -93,8 +96,9 @@ def run_in_child(runner: SuiteRunner, job: TaskJob, where: str) -> TaskResult | 
     """The task in a spawned child (no fork: the suite's process has threads); None when stopped."""
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(job.model_dump_json(), where, send), name=f"kernel-tui-{job.task}",
-                        daemon=True)
+    # the settings the front end loaded go to the child as they are (spawn pickles them through a pipe)
+    child = ctx.Process(target=_child, args=(job.model_dump_json(), where, send, runner.settings),
+                        name=f"kernel-tui-{job.task}", daemon=True)
     child.start()
     send.close()  # the child holds the only writer: its exit is this end's EOF
     answer: str | None = None
@@ -125,7 +129,7 @@ def run_in_child(runner: SuiteRunner, job: TaskJob, where: str) -> TaskResult | 
     return TaskResult.model_validate_json(answer) if answer else None
 
 
-def _child(job_json: str, where: str, send: Connection) -> None:
+def _child(job_json: str, where: str, send: Connection, settings: AgentSettings | None) -> None:
     job = TaskJob.model_validate_json(job_json)
     cancel, lock = threading.Event(), threading.Lock()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -135,7 +139,7 @@ def _child(job_json: str, where: str, send: Connection) -> None:
         with lock:
             send.send(("event", (type(e).__module__, type(e).__name__, e.model_dump_json(), e.text)))
 
-    result = run_job(job, cancel, relay, where)
+    result = run_job(job, cancel, relay, where, settings)
     with lock:
         send.send(("result", result.model_dump_json() if result is not None else ""))
     send.close()
@@ -287,7 +291,10 @@ def run_remote(job_json: str, position: str, topic: str, stop_name: str) -> str:
     from distributed import Event as StopEvent
     from distributed import get_worker
 
+    from kernel_tui.core.config import AgentSettings
+    from kernel_tui.core.errors import KernelTuiError
     from kernel_tui.core.gpus import cuda_health
+    from kernel_tui.core.opening import uses_settings
 
     job = TaskJob.model_validate_json(job_json)
     worker = get_worker()
@@ -304,6 +311,13 @@ def run_remote(job_json: str, position: str, topic: str, stop_name: str) -> str:
     why = unreachable(job.out, job.tasks_dir, job.candidates)
     if why:  # nothing can be recorded there: the result travels back alone
         return SuiteRunner(job.options())._failed(job.task, one_line(f"on {where}: {why}")).model_dump_json()
+    # A worker is a process of its own, often on another host: it reads its own agent settings, once, where its
+    # task starts, as the command line does where the suite starts (the API key never crosses the scheduler).
+    try:
+        settings = AgentSettings.load() if uses_settings(job.proposer, None, None) else None
+    except KernelTuiError as exc:
+        runner = SuiteRunner(job.options())
+        return runner._record(runner._failed(job.task, one_line(f"on {where}: {exc}"))).model_dump_json()
     cancel, ended = threading.Event(), threading.Event()
 
     def watch() -> None:
@@ -315,7 +329,7 @@ def run_remote(job_json: str, position: str, topic: str, stop_name: str) -> str:
     threading.Thread(target=watch, daemon=True).start()
     try:
         say(job.task, LogEvent(text=f"task {position}: {job.task} on {where}"))
-        result = run_job(job, cancel, say, where)
+        result = run_job(job, cancel, say, where, settings)
     finally:
         ended.set()
     if result is None:

@@ -37,6 +37,7 @@ from kernel_tui.core.suite.score import describe_score, one_line, side_score, su
 from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
+    from kernel_tui.core.config import AgentSettings
     from kernel_tui.core.records import TrajectoryLine
     from kernel_tui.core.workspace import Workspace
 
@@ -85,8 +86,9 @@ def _earlier_proposer(out: Path, proposer: str) -> str | None:
     return None
 
 
-def check_options(options: SuiteOptions) -> list[Path]:
-    """Refuse bad input as one line before anything is created; returns the task directories."""
+def check_options(options: SuiteOptions, settings: AgentSettings | None = None) -> list[Path]:
+    """Refuse bad input as one line before anything is created; returns the task directories. `settings`: the
+    agent's, loaded by the front end where the proposer uses them (opening.uses_settings)."""
     from kernel_tui.core.opening import check_proposer
 
     if options.max_steps < 1:
@@ -114,7 +116,7 @@ def check_options(options: SuiteOptions) -> list[Path]:
         if missing:
             raise SuiteError(f"{options.candidates}: no candidate folder for task(s) {', '.join(missing)}")
     for task in tasks:
-        check_proposer(options.proposer, options.candidates_for(task.name), None)
+        check_proposer(options.proposer, options.candidates_for(task.name), None, settings)
     return tasks
 
 
@@ -149,8 +151,9 @@ def make_pool(options: SuiteOptions) -> GpuPool:
 
 class SuiteRunner:
     def __init__(self, options: SuiteOptions, *, cancel: threading.Event | None = None,
-                 on_event: OnEvent | None = None, gpu: str | None = None) -> None:
+                 on_event: OnEvent | None = None, gpu: str | None = None, settings: AgentSettings | None = None) -> None:
         self.options = options
+        self.settings = settings  # the agent's, loaded by the front end where the proposer uses them
         self.cancel = cancel or threading.Event()
         self.on_event = on_event or (lambda task, e: None)
         self.gpu = gpu  # the GPU every evaluator of this runner is pinned to (None: the process's own)
@@ -307,6 +310,7 @@ class SuiteRunner:
                 ws, device=o.device, proposer=o.proposer, candidates=o.candidates_for(key), max_steps=o.max_steps,
                 cancel=self.cancel, on_event=lambda e: self.on_event(key, e), on_start=lambda text: self._say(key, text),
                 gpus=f"{self.gpu}," if self.gpu is not None else None,  # a list of one id, not a count
+                settings=self.settings,
             )
             if summary is None:
                 if self.cancel.is_set():

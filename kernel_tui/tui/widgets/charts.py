@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from kernel_tui.format import speed_ratio, speed_ratio_text
+from kernel_tui.core.format import speed_ratio, speed_ratio_text
 from kernel_tui.tui.view import ChartData
 
 # keyed by the words of kernel_tui.core.verdicts.LABELS (widgets do not import the core)

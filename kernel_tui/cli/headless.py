@@ -1,4 +1,4 @@
-"""Headless front end: the Session loop with auto-approval, rendered as lines on the terminal."""
+"""`kernel-tui run --headless`: the Session loop with auto-approval, rendered as lines on the terminal."""
 
 from __future__ import annotations
 
@@ -8,44 +8,58 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernel_tui.core.opening import check_proposer, check_target, open_or_create, run_headless
+from kernel_tui.core.event_handler import EventHandler
+from kernel_tui.core.format import duration
+from kernel_tui.core.opening import open_or_create, run_headless
 from kernel_tui.core.verdicts import label, verdict_category
-from kernel_tui.format import duration
 
 if TYPE_CHECKING:  # the engine loads when a run starts: the CLI imports this module before the screen opens
-    from kernel_tui.core.events import Event
+    from kernel_tui.core import events as ev
+    from kernel_tui.core.config import AgentSettings
 
-__all__ = ["check_proposer", "check_target", "run"]
 
+class HeadlessPrinter(EventHandler):
+    """Each event as lines on stdout; evaluation progress as one line rewritten on stderr, where it is a terminal."""
 
-class _Printer:
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
-        self.last_progress = ""
 
-    def __call__(self, e: Event) -> None:
-        from kernel_tui.core import events as ev
+    def on_progress(self, e: ev.ProgressEvent) -> None:
+        p = e.progress
+        text = f"  round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})"
+        if self.tty:
+            sys.stderr.write("\r" + text.ljust(70))
+            sys.stderr.flush()
 
-        if isinstance(e, ev.ProgressEvent):
-            p = e.progress
-            text = f"  round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})"
-            if self.tty:
-                sys.stderr.write("\r" + text.ljust(70))
-                sys.stderr.flush()
-            return
+    def _clear_progress(self) -> None:
         if self.tty:
             sys.stderr.write("\r" + " " * 70 + "\r")
-        if isinstance(e, ev.VerdictEvent):
-            ln = e.line
-            lat = f", {duration(ln.latency)}" if ln.latency else ""
-            print(f"  -> {label(verdict_category(ln))}{lat}: {ln.reason}", flush=True)
-        elif isinstance(e, ev.BudgetEvent):
-            print(f"  {e.text}", flush=True)
-        elif not isinstance(e, ev.RoundStartEvent) or e.resuming:
+
+    def on_verdict(self, e: ev.VerdictEvent) -> None:
+        self._clear_progress()
+        ln = e.line
+        lat = f", {duration(ln.latency)}" if ln.latency else ""
+        print(f"  -> {label(verdict_category(ln))}{lat}: {ln.reason}", flush=True)
+
+    def on_budget(self, e: ev.BudgetEvent) -> None:
+        self._clear_progress()
+        print(f"  {e.text}", flush=True)
+
+    def on_round(self, e: ev.RoundStartEvent) -> None:
+        self._clear_progress()
+        if e.resuming:  # a new round says nothing until its proposal
             print(e.text, flush=True)
 
+    def _line(self, e: ev.Event) -> None:
+        self._clear_progress()
+        print(e.text, flush=True)
 
-def run(args) -> int:
+    on_log = on_preflight = on_proposal = on_decision = on_best_changed = on_idle = on_profile = on_finished = _line
+
+
+def run(args, settings: AgentSettings | None = None) -> int:
+    """The run of `args` to its end or to Ctrl-C/SIGTERM; `settings`: the agent's, loaded by `run` where the
+    proposer uses them."""
     target = Path(args.target)
     ws = open_or_create(target, Path(args.workspace) if args.workspace else None)
     ws.lock()
@@ -60,8 +74,8 @@ def run(args) -> int:
     try:
         summary, written = run_headless(
             ws, device=args.device, proposer=args.proposer, max_steps=args.max_steps, cancel=cancel,
-            candidates=Path(args.candidates) if args.candidates else None, on_event=_Printer(), on_start=print,
-            gpus=args.gpus,
+            candidates=Path(args.candidates) if args.candidates else None, on_event=HeadlessPrinter().handle, on_start=print,
+            gpus=args.gpus, settings=settings,
         )
         if summary is None:
             print(f"stopped; resume with: kernel-tui run {ws.root} --headless")

@@ -1,6 +1,9 @@
 """Settings of the LLM agent proposer, from the environment or an env file (pydantic-settings).
 
-Built once by the front end and passed in; nothing reads it as a global. Sources, strongest first:
+Loaded once by the front end (the command line, the screen) where the run's proposer uses it
+(core.opening.uses_settings), and passed in: the engine never calls `load` (tests/test_settings_once.py)
+but where a Dask worker, a process of its own, starts a suite's task (suite/distributed.py), and nothing reads
+it as a global. Sources, strongest first:
 
 1. the environment (`KERNEL_AGENT_MODEL=...`);
 2. the project's own file, `$XDG_CONFIG_HOME/kernel-tui/agent.env` (XDG_CONFIG_HOME defaults to ~/.config);

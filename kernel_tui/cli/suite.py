@@ -14,18 +14,20 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernel_tui.cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from kernel_tui.core.errors import KernelTuiError
+from kernel_tui.core.event_handler import EventHandler
 
-if TYPE_CHECKING:  # the engine loads when the suite starts: the CLI builds its parser from this module
-    from kernel_tui.core.events import Event
+if TYPE_CHECKING:  # the engine loads when the suite starts: the parser is built from this module
+    from kernel_tui.core.events import Event, ProgressEvent
     from kernel_tui.core.suite.models import TaskResult
 
-EXIT_OK, EXIT_STOPPED = 0, 1
-EXIT_NO_SCORE = 1  # the CLI's EXIT_FAILED, and EXIT_STOPPED's value, as EPILOG says: no kernel to score
+EXIT_STOPPED = EXIT_FAILED  # run the same command to resume
+EXIT_NO_SCORE = EXIT_FAILED  # no kernel to score, as EPILOG says
 EPILOG = (f"Exit status: {EXIT_OK} when at least one task has a correct Triton kernel, scored against PyTorch; "
           f"{EXIT_NO_SCORE} when no task could be scored (no correct Triton kernel in any task: the report is still "
-          "written and says why per task) or when the suite was stopped (run the same command to resume); 2 on bad "
-          "arguments.\n\nexamples:\n"
+          "written and says why per task) or when the suite was stopped (run the same command to resume); "
+          f"{EXIT_BAD_INPUT} on bad arguments.\n\nexamples:\n"
           "  kernel-tui suite tasks/level1 --proposer search --max-steps 5 --device cuda --out suites/level1\n"
           "  kernel-tui suite tasks --proposer replay --candidates cands --max-steps 1 --gpus all")
 
@@ -64,28 +66,39 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-class _Printer:
+class SuitePrinter(EventHandler):
+    """Every task's events as lines prefixed with the task; evaluation progress as one line rewritten on stderr,
+    where it is a terminal."""
+
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.lock = threading.Lock()  # tasks running in parallel print from their own threads
+        self.task = ""  # the task of the event being handled (under the lock)
 
     def __call__(self, task: str, e: Event) -> None:
-        from kernel_tui.core.events import ProgressEvent
-
         with self.lock:
-            if isinstance(e, ProgressEvent):
-                if self.tty:
-                    p = e.progress
-                    sys.stderr.write("\r" + f"  [{task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
-                    sys.stderr.flush()
-                return
-            if self.tty:
-                sys.stderr.write("\r" + " " * 78 + "\r")
-            print(f"[{task}] {e.text}", flush=True)
+            self.task = task
+            self.handle(e)
+
+    def on_progress(self, e: ProgressEvent) -> None:
+        if self.tty:
+            p = e.progress
+            sys.stderr.write("\r" + f"  [{self.task}] round {e.round}: {p.phase} {p.k}/{p.n} (block {p.block + 1})".ljust(78))
+            sys.stderr.flush()
+
+    def _line(self, e: Event) -> None:
+        if self.tty:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+        print(f"[{self.task}] {e.text}", flush=True)
+
+    on_log = on_preflight = on_round = on_proposal = on_decision = on_verdict = on_best_changed = on_budget = _line
+    on_idle = on_profile = on_finished = _line
 
 
 def main(args) -> int:
     from kernel_tui.core import environment
+    from kernel_tui.core.config import AgentSettings
+    from kernel_tui.core.opening import uses_settings
     from kernel_tui.core.suite.models import FLAG_SPEEDUP
     from kernel_tui.core.suite.run import run_suite
     from kernel_tui.core.suite.runner import SuiteOptions, check_options
@@ -104,7 +117,8 @@ def main(args) -> int:
         device="cuda" if device == "cuda" else "cpu", runs=args.runs or (5 if device == "cuda" else 2),
         candidates=Path(args.candidates) if args.candidates else None, gpus=gpus, scheduler=scheduler,
     )
-    tasks = check_options(options)
+    settings = AgentSettings.load() if uses_settings(options.proposer, None, None) else None  # once, for every task
+    tasks = check_options(options, settings)
     where = f", in parallel (--gpus {gpus})" if gpus else f", on the Dask cluster at {scheduler}" if scheduler else ""
     print(f"suite {tasks_dir}: {len(tasks)} tasks, proposer {options.proposer}, {options.max_steps} rounds each, "
           f"device {options.device}{where}, scoring with {options.runs} runs per side; output in {out}", flush=True)
@@ -115,7 +129,7 @@ def main(args) -> int:
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        suite = run_suite(options, cancel=cancel, on_event=_Printer())
+        suite = run_suite(options, cancel=cancel, on_event=SuitePrinter(), settings=settings)
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
