@@ -7,16 +7,39 @@ only: the core loads in a worker, after the first paint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernel_tui.core.event_handler import EventHandler
 from kernel_tui.tui.messages import EvalProgress, ProfileTaken
-from kernel_tui.tui.view import EvalStep
+from kernel_tui.tui.view import EvalStep, PendingView
 
 if TYPE_CHECKING:
     from kernel_tui.core import events as ev
-    from kernel_tui.tui.controller import Controller
+
+
+class Controller(Protocol):
+    """What the events read and call of the screen's controller (tui/controller.py), which holds these
+    handlers: declared here, so that neither module imports the other's."""
+
+    post: Callable[[Any], object]
+    finalizing: bool
+    pending_view: PendingView | None
+    staged: str | None
+    decider: Any  # person.PersonDecider | None
+    proposer: Any  # person.PersonProposer | None
+    ws: Any  # the Workspace, once opened
+    idle_hint: str | None
+    preflight_failed: str | None
+    refused_edit: str | None
+
+    @property
+    def _paused(self) -> bool: ...
+    def log(self, text: str, style: str = "") -> None: ...
+    def show_pending(self, view: PendingView | None) -> None: ...
+    def show_state(self, text: str | None = None, *, busy: bool = False) -> None: ...
+    def refresh(self) -> None: ...
 
 
 class ScreenEvents(EventHandler):
