@@ -8,7 +8,8 @@ import pytest
 
 from kernel_tui import cli
 from kernel_tui.tui.app import Closed, create_app
-from tests.test_tui_support import ADA, fixed_workspace, run, wait_until
+from tests.support.tui import run, wait_until
+from tests.support.workspaces import ADA, fixed_workspace
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.evaluator.models import Status, TimingBlock, WorkerResult
 from kernel_tui.core.task import load_task
 from tests.conftest import FIXTURES
-from tests.test_gate import Timer
+from tests.core.test_gate import Timer
 
 
 def block(speedup: float, seed: int, n: int = 25) -> gate.Block:

@@ -16,7 +16,7 @@ from kernel_tui.core.records import ProposerInfo
 from kernel_tui.core.report import load_records, write_report
 from kernel_tui.core.session import Session
 from kernel_tui.core.workspace import Workspace
-from tests.test_tui_support import ADA, CANDIDATES, fixed_git_dates, fixed_workspace, line
+from tests.support.workspaces import ADA, CANDIDATES, fixed_git_dates, fixed_workspace, line
 
 SEARCH = ProposerInfo(kind="search", name="built-in search")
 

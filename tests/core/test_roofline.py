@@ -11,7 +11,7 @@ from kernel_tui.core import hardware, metrics
 from kernel_tui.core.report import load_records, write_report
 from kernel_tui.core.task import load_task
 from tests.conftest import FIXTURES
-from tests.test_report import assert_png, make_workspace
+from tests.core.report.test_report import assert_png, make_workspace
 
 PEAKS = {"float16": 800e12, "bfloat16": 790e12, "float32": 50e12}
 

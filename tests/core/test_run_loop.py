@@ -18,8 +18,8 @@ from kernel_tui.core.session import Session
 from kernel_tui.core.workspace import Workspace
 from kernel_tui.tui.person import PersonProposer
 from tests.conftest import FIXTURES
-from tests.test_history import StubEvaluator
-from tests.test_tui_support import ADA, CANDIDATES
+from tests.core.test_history import StubEvaluator
+from tests.support.workspaces import ADA, CANDIDATES
 
 
 class Rejects:

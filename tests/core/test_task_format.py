@@ -288,7 +288,7 @@ def test_the_task_format_reference_names_every_field():
     """docs/task-format.md documents every key a task file may hold."""
     from kernel_tui.core import task as task_module
 
-    doc = (Path(__file__).parents[1] / "docs" / "task-format.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).parents[2] / "docs" / "task-format.md").read_text(encoding="utf-8")
     missing = []
     for name in dir(task_module):
         model = getattr(task_module, name)

@@ -1,18 +1,14 @@
-"""Helpers for the TUI tests (no tests here): fixed workspaces, waiting for workers and for conditions."""
+"""Workspaces for the tests, built from records with fixed dates and numbers: no evaluation is run."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
 from kernel_tui.core.workspace import Workspace
-from kernel_tui.tui.workers import LONG_LIVED
 from tests.conftest import FIXTURES, ROOT
 
 CANDIDATES = ROOT / "tests" / "candidates" / "vector_add"
@@ -139,52 +135,3 @@ class RecordingReplay(ReplayProposer):
 
     def feedback(self, feedback) -> None:
         self.feedbacks.append(feedback)
-
-
-def run(coro) -> object:
-    return asyncio.run(coro)
-
-
-async def wait_until(pilot, predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or predicate}")
-
-
-async def wait_for_workers(pilot, timeout: float = 60.0, ignore: frozenset[str] = LONG_LIVED) -> None:
-    """Until every worker except the long-lived ones (the session loop, the agent log) has finished."""
-    await wait_until(pilot, lambda: all(w.is_finished for w in pilot.app.workers if w.group not in ignore),
-                     timeout, "workers to finish")
-    await pilot.pause()
-
-
-async def wait_settled(pilot, timeout: float = 60.0) -> None:
-    """Until the workspace is open and the run has settled: idle, paused, or awaiting a decision."""
-    app = pilot.app
-
-    def settled() -> bool:
-        if app.controller is None or not app.controller.ready.is_set() or app.main_screen is None:
-            return False
-        state = app.main_screen.query_one("#eval").state
-        return state.startswith(("idle", "paused")) or "awaiting your decision" in state
-
-    await wait_until(pilot, settled, timeout, "a settled run")
-    await wait_for_workers(pilot, timeout)
-    await wait_for_tables(pilot, timeout)
-
-
-async def wait_for_tables(pilot, timeout: float = 30.0) -> None:
-    """DataTables size their columns on idle: a screenshot taken before that shows header widths.
-
-    (Reads two private attributes of DataTable; there is no public "layout done" signal.)
-    """
-    from textual.widgets import DataTable
-
-    def done() -> bool:
-        return all(not t._updated_cells and not t._require_update_dimensions for t in pilot.app.screen.query(DataTable))
-
-    await wait_until(pilot, done, timeout, "the tables to size their columns")
-    await pilot.pause()

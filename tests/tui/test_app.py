@@ -1,6 +1,6 @@
 """Pilot tests of the TUI through the real app factory, on the CPU interpreter with a replay proposer.
 
-Each workspace starts with its preflight recorded (tests/test_tui_support.py), so the only evaluations
+Each workspace starts with its preflight recorded (tests/support/workspaces.py), so the only evaluations
 run are the ones a test asks for: three in all (approve, in-place edit, and a partial one cut by quit).
 """
 
@@ -18,27 +18,24 @@ from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.screens.modals import EditScreen, ReasonModal
 from kernel_tui.tui.widgets.charts import ImprovementChart, LatencyChart, StatusChart
 from kernel_tui.tui.widgets.run import EvalBar, StatusLine, TrajectoryTable
-from kernel_tui.tui.widgets.source import CandidatePane
-from tests.test_tui_support import (
-    ADA,
-    CANDIDATES,
-    RecordingReplay,
-    fixed_workspace,
-    preflighted,
+from tests.support.tui import (
+    SIZE,
+    app_for,
+    footer_right,
+    log_text,
+    pane,
+    rendered,
     run,
+    run_state,
     wait_for_workers,
     wait_until,
+    waiting_for_decision,
 )
+from tests.support.workspaces import ADA, CANDIDATES, RecordingReplay, fixed_workspace, preflighted
 
-SIZE = (160, 50)
 EVAL_TIMEOUT = 240.0  # one evaluation on the CPU interpreter: ~5-20 s here, far more on a loaded machine
 
 pytestmark = pytest.mark.slow
-
-
-def app_for(ws_root, **kw):
-    kw.setdefault("proposer", RecordingReplay())
-    return create_app(ws_root, device="cpu", person=ADA, **kw)
 
 
 def trajectory(root) -> list[dict]:
@@ -48,26 +45,6 @@ def trajectory(root) -> list[dict]:
 
 def status(app) -> StatusLine:
     return app.main_screen.query_one(StatusLine)
-
-
-def run_state(app) -> str:
-    return app.main_screen.query_one(EvalBar).state
-
-
-def log_text(app) -> str:
-    """The log's words, whatever the width its lines were wrapped at."""
-    return " ".join(" ".join(line.text for line in app.main_screen.query_one("#log").lines).split())
-
-
-def pane(app) -> CandidatePane:
-    return app.main_screen.query_one(CandidatePane)
-
-
-async def waiting_for_decision(pilot, round_no: int) -> None:
-    app = pilot.app
-    await wait_until(pilot, lambda: app.controller is not None and app.controller.waiting is not None
-                     and app.controller.waiting.round == round_no, 120, f"round {round_no} to await a decision")
-    await wait_until(pilot, lambda: pane(app).pending is not None and pane(app).pending.round == round_no, 10, "the pane")
 
 
 async def evaluating(pilot) -> None:
@@ -396,20 +373,8 @@ def test_the_agent_log_follows_the_records_as_they_grow(tmp_path):
 
 # --- the screen at every size: panes, diffs, the trajectory, charts, notifications, the dialogs ---------
 
-def rendered(widget) -> str:
-    """What the widget draws inside its frame, at its width (beyond a scrolled viewport too), as plain text."""
-    import io
-
-    from rich.console import Console
-
-    console = Console(width=widget.content_size.width, record=True, file=io.StringIO())
-    drawn = widget.render()
-    console.print(getattr(drawn, "_renderable", drawn))  # a Static's content comes wrapped in a RichVisual
-    return console.export_text()
-
-
 def waiting_app(tmp_path, **kw):
-    from tests.test_tui_support import waiting_workspace
+    from tests.support.workspaces import waiting_workspace
 
     ws = waiting_workspace(tmp_path / "ws", tmp_path / "candidates")
     return create_app(ws.root, device="cpu", person=ADA, **kw), ws
@@ -454,12 +419,6 @@ def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_foot
             await pilot.press("q")
 
     run(scenario())
-
-
-def footer_right(screen) -> int:
-    """The column just after the footer's last key (margins included: they push the next key right)."""
-    keys = list(screen.query("FooterKey")) + list(screen.query("FooterLabel"))
-    return max(k.region.right + k.styles.margin.right for k in keys)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (160, 50), (200, 60)])

@@ -10,8 +10,8 @@ from kernel_tui.core.kernelbench import import_problem
 from kernel_tui.tui.app import create_app
 from kernel_tui.tui.widgets.run import TrajectoryTable
 from tests.conftest import ROOT
-from tests.test_tui import SIZE, pane, waiting_for_decision
-from tests.test_tui_support import ADA, RecordingReplay, run, wait_until
+from tests.support.tui import SIZE, pane, run, wait_until, waiting_for_decision
+from tests.support.workspaces import ADA, RecordingReplay
 
 pytestmark = pytest.mark.slow
 

@@ -16,9 +16,9 @@ from kernel_tui.tui import present
 from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.view import NA
 from kernel_tui.tui.widgets.run import TrajectoryPane, TrajectoryTable
-from tests.test_report import line, make_workspace
-from tests.test_tui import app_for, rendered, run_state
-from tests.test_tui_support import ADA, fixed_workspace, run, wait_until
+from tests.core.report.test_report import line, make_workspace
+from tests.support.tui import app_for, rendered, run, run_state, wait_until
+from tests.support.workspaces import ADA, fixed_workspace
 
 PEAK = 36 * GiB
 SMALL = 5 * 2**20  # below GiB / 100, where gib switches to MiB

@@ -5,27 +5,16 @@ The main screen is shown at 80×24 (one pane at a time: the candidate, the chart
 lines; and its charts at 80×24 with a round 25.6× slower than best. The history at 80×24, 120×40 and
 160×50, and its help at 80×24. No evaluation runs, and nothing on screen depends on the temporary
 path. Update with:
-pytest tests/test_tui_snapshots.py --snapshot-update
+pytest tests/tui/test_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
 
 import pytest
 
-from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.tui.app import create_app
-from tests.test_tui_support import (
-    ADA,
-    CANDIDATES,
-    fixed_git_dates,
-    fixed_workspace,
-    slow_round_workspace,
-    wait_for_tables,
-    wait_for_workers,
-    wait_settled,
-    wait_until,
-    waiting_workspace,
-)
+from tests.support.tui import fixed_app, wait_for_tables, wait_for_workers, wait_settled, wait_until
+from tests.support.workspaces import ADA, fixed_git_dates, slow_round_workspace, waiting_workspace
 
 
 @pytest.fixture
@@ -34,11 +23,6 @@ def waiting_app(tmp_path):
     ws = waiting_workspace(tmp_path / "ws", tmp_path / "candidates")
     with fixed_git_dates():
         yield create_app(ws.root, device="cpu", person=ADA)
-
-
-def fixed_app(tmp_path):
-    ws = fixed_workspace(tmp_path / "ws")
-    return create_app(ws.root, device="cpu", proposer=ReplayProposer(CANDIDATES), person=ADA)
 
 
 def show_pane(key: str):

@@ -33,21 +33,16 @@ from kernel_tui.tui.screens.modals import ConfirmModal
 from kernel_tui.tui.widgets.run import TrajectoryTable, detail_text
 from kernel_tui.tui.widgets.source import BestPane, CandidatePane
 from tests.conftest import FIXTURES
-from tests.test_history import round_commit, with_round_5
-from tests.test_pytorch_start import pytorch_task
-from tests.test_tui import log_text, run_state
-from tests.test_tui_support import (
+from tests.core.test_history import round_commit, with_round_5
+from tests.core.test_pytorch_start import pytorch_task
+from tests.support.tui import log_text, run, run_state, wait_for_tables, wait_for_workers, wait_settled, wait_until
+from tests.support.workspaces import (
     ADA,
     FIXED_DATE,
     fixed_git_dates,
     fixed_workspace,
     line,
-    run,
     slow_round_workspace,
-    wait_for_tables,
-    wait_for_workers,
-    wait_settled,
-    wait_until,
     waiting_workspace,
 )
 

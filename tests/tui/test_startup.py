@@ -48,7 +48,7 @@ def test_first_paint_waits_on_nothing_heavy(tmp_path):
     """The screen paints before torch, triton, litellm or an evaluation is touched. How long the paint
     takes is printed, not asserted: a timed assertion fails on a loaded machine (measured 0.54 s idle,
     1.3 s beside a parallel test run, on the 2-core CI machine)."""
-    from tests.test_tui_support import fixed_workspace
+    from tests.support.workspaces import fixed_workspace
 
     ws = fixed_workspace(tmp_path / "ws")
     out = subprocess.run([sys.executable, "-c", PAINT, str(ws.root)], capture_output=True, text=True,

@@ -19,7 +19,7 @@ from kernel_tui.core.gate import GatePolicy
 from kernel_tui.core.task import load_task
 from tests.conftest import FIXTURES
 
-CASES = Path(__file__).parent / "adversarial"
+CASES = Path(__file__).parents[2] / "adversarial"
 # The catalogue runs on the CPU interpreter in CI; KT_TEST_DEVICE=cuda runs it on a GPU machine.
 DEVICE = os.environ.get("KT_TEST_DEVICE", "cpu")
 SHORT_GATE = GatePolicy(min_blocks=2, max_blocks=2, confirm_blocks=0)

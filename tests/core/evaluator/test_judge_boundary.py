@@ -28,7 +28,7 @@ from kernel_tui.core.gate import GatePolicy
 from kernel_tui.core.task import InputDistribution, load_task
 from tests.conftest import FIXTURES
 
-CASES = Path(__file__).parent / "adversarial"
+CASES = Path(__file__).parents[2] / "adversarial"
 SHORT_GATE = GatePolicy(min_blocks=2, max_blocks=2, confirm_blocks=0)
 
 

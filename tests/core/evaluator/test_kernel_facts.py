@@ -12,7 +12,7 @@ from kernel_tui.core.proposers.base import Feedback
 from kernel_tui.core.proposers.llm_tools import verdict_result
 from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.report import write_report
-from tests.test_report import make_workspace, trajectory
+from tests.core.report.test_report import make_workspace, trajectory
 
 HOPPER = DeviceLimits()
 

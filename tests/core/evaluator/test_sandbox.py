@@ -39,7 +39,7 @@ def test_plan_reads_what_python_needs_and_nothing_of_the_user(tmp_path):
     plan = build_plan("cpu", tmp_path / "cache", package_paths())
     assert any(p.startswith("/usr") for p in plan.read) and "/proc" in plan.read
     assert os.path.realpath(sys.prefix) in plan.read
-    project = Path(__file__).resolve().parents[1]
+    project = Path(__file__).resolve().parents[3]
     assert str(project) not in plan.read and str(project / "kernel_tui") in plan.read  # not its workspaces
     home = os.path.expanduser("~")
     assert home not in plan.read and "/tmp" not in plan.read and "/etc" not in plan.read

@@ -19,7 +19,7 @@ from kernel_tui.core.kernelbench import command, import_problem, task_name
 from kernel_tui.core.kernelbench.fit import Sample, fit
 from kernel_tui.core.kernelbench.source import parse, setter_source
 
-DATA = Path(__file__).parent / "data" / "kernelbench"
+DATA = Path(__file__).parents[2] / "data" / "kernelbench"
 REFUSED = {"returns_count", "no_inputs", "causal_mask", "attribute_state"}
 
 

@@ -408,7 +408,7 @@ def test_the_package_imports_no_terminal_library():
     code = ("import sys, kernel_tui.core.profile; "
             "print(sorted(m for m in ('textual', 'rich', 'plotext') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "PYTHONPATH": "."})
+                         cwd=Path(__file__).resolve().parents[3], env={**os.environ, "PYTHONPATH": "."})
     assert out.stdout.strip() == "[]"
 
 

@@ -74,7 +74,7 @@ def gpu_profiler(ws: Workspace, ev: Evaluator, ncu: str) -> Profiler:
 def profiled_workspace(path):
     """The fixed four-round workspace, its baseline and its accepted round 1 profiled (round 1 moved more
     bytes at a higher share of DRAM peak)."""
-    from tests.test_tui_support import fixed_workspace
+    from tests.support.workspaces import fixed_workspace
 
     ws = fixed_workspace(path)
     base = parse_ncu_csv((NCU_DATA / "vector_add.log").read_text())
@@ -211,7 +211,7 @@ def test_a_source_that_breaks_the_policy_is_not_profiled(vector_add, tmp_path):
 def test_the_session_profiles_the_baseline_and_each_accepted_version_and_the_agent_hears_it(tmp_path):
     from kernel_tui.core.events import ProfileEvent
     from kernel_tui.core.session import Session
-    from tests.test_tui_support import CANDIDATES, RecordingReplay
+    from tests.support.workspaces import CANDIDATES, RecordingReplay
 
     ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
     ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
@@ -240,7 +240,7 @@ def test_the_session_profiles_the_baseline_and_each_accepted_version_and_the_age
 def test_on_the_cpu_the_session_says_once_why_there_are_no_profiles(tmp_path):
     from kernel_tui.core.events import LogEvent
     from kernel_tui.core.session import Session
-    from tests.test_tui_support import CANDIDATES, RecordingReplay
+    from tests.support.workspaces import CANDIDATES, RecordingReplay
 
     ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
     ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")
@@ -305,7 +305,7 @@ def test_a_failed_retake_does_not_replace_a_good_profile(vector_add, tmp_path):
 def test_a_failed_baseline_profile_is_taken_again_at_preflight(tmp_path):
     # a preflight cut short after its profile failed (ncu killed, say) left a failed record behind
     from kernel_tui.core.session import Session
-    from tests.test_tui_support import CANDIDATES, RecordingReplay
+    from tests.support.workspaces import CANDIDATES, RecordingReplay
 
     ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
     ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / "eval")

@@ -1,6 +1,6 @@
 """The agent proposer against a scripted OpenAI-compatible server, through the real litellm client.
 
-No network and no real key: the server is tests/fake_llm_server.py on 127.0.0.1, the key a random
+No network and no real key: the server is tests/support/fake_llm_server.py on 127.0.0.1, the key a random
 `sk-test-…` token that must be found in the Authorization header and nowhere in the workspace.
 """
 
@@ -36,7 +36,7 @@ from kernel_tui.core.records import TrajectoryLine
 from kernel_tui.core.session import Session
 from kernel_tui.core.workspace import Workspace
 from tests.conftest import FIXTURES, ROOT
-from tests.fake_llm_server import FakeLLMServer, error, reply, tool_call
+from tests.support.fake_llm_server import FakeLLMServer, error, reply, tool_call
 
 BASELINE = (FIXTURES / "vector_add" / "baseline.py").read_text()
 GOOD = BASELINE.replace("BLOCK_SIZE = 256", "BLOCK_SIZE = 1024")

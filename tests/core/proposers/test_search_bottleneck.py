@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.search import FAVOURED_KINDS, STATE_VERSION, SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze
-from tests.test_search import baseline
+from tests.core.proposers.test_search import baseline
 
 HINTS = ("eviction_policy", "cache_modifier", "loop_unroll_factor")
 

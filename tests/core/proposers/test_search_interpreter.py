@@ -11,7 +11,7 @@ import pytest
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.search import SearchProposer
 from kernel_tui.core.proposers.transforms import analyze
-from tests.test_search import baseline
+from tests.core.proposers.test_search import baseline
 
 GPU_ONLY = {"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll", "input_precision"}
 

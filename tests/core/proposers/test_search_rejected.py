@@ -14,7 +14,7 @@ from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.search import SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
-from tests.test_search import baseline
+from tests.core.proposers.test_search import baseline
 
 WARPS = "launch:add_kernel:0:num_warps"
 REASON = "one warp leaves the SM idle"

@@ -95,7 +95,7 @@ def test_softmax_block_that_must_cover_the_row_is_not_a_knob():
     found = knobs(baseline("softmax"))
     assert not any("BLOCK" in k for k in found)  # BLOCK_SIZE = next_power_of_2(n_cols): not free
     # a literal block used only as a tensor shape covers the row too: not offered either
-    src = (Path(__file__).parent / "adversarial" / "softmax__fixed_block_128.py").read_text()
+    src = (Path(__file__).parents[2] / "adversarial" / "softmax__fixed_block_128.py").read_text()
     assert not any("BLOCK" in k for k in knobs(src))
     # num_stages means nothing without a loop that loads
     assert not any(k.endswith("num_stages") for k in found)
@@ -128,7 +128,7 @@ def test_unmasked_kernel_blocks_may_only_shrink():
 
 
 def test_an_fp32_dot_written_in_ieee_precision_may_use_tf32x3_and_nothing_less_precise():
-    gemm = (Path(__file__).parents[1] / "bench" / "candidates" / "kb_square_gemm_triton.py").read_text(encoding="utf-8")
+    gemm = (Path(__file__).parents[3] / "bench" / "candidates" / "kb_square_gemm_triton.py").read_text(encoding="utf-8")
     a = analyze(gemm)
     knob = a.knobs["kernel:matmul_kernel:input_precision"]
     assert (knob.value, knob.domain, knob.numeric) == ("ieee", ("ieee", "tf32x3"), False)

@@ -13,8 +13,8 @@ from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.report import load_records, write_report
 from kernel_tui.core.report.figures import record_line, roofline_points
 from kernel_tui.core.report.markdown import _section_profiles
-from tests.test_profile_store import NCU_DATA
-from tests.test_report import comparison, line, make_workspace
+from tests.core.profile.test_store import NCU_DATA
+from tests.core.report.test_report import comparison, line, make_workspace
 
 
 def restored(latency: float, source: str = "b" * 40) -> Version:

@@ -26,7 +26,7 @@ from kernel_tui.core.report import (
     write_report,
 )
 
-TASK = Path(__file__).resolve().parent.parent / "fixtures" / "vector_add" / "task.json"
+TASK = Path(__file__).resolve().parents[3] / "fixtures" / "vector_add" / "task.json"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 GPU_LABEL = "GPU kernel time on NVIDIA H200: L2 flushed (512 MiB) before each call"
 CPU_LABEL = "CPU interpreter — timings are not GPU timings"

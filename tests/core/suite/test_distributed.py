@@ -20,7 +20,7 @@ from kernel_tui.core.suite.models import SuiteResult, TaskResult
 from kernel_tui.core.suite.run import run_suite
 from kernel_tui.core.suite.runner import SuiteError, SuiteRunner, check_options, make_pool
 from kernel_tui.core.workspace import Workspace
-from tests.test_suite import BAD, GOOD, make_suite, options
+from tests.core.suite.test_suite import BAD, GOOD, make_suite, options
 
 # alone: each run's verdict is a gate decision on interpreter timings, and a second test process loading the
 # two cores of CI made one noisy block turn a +62% candidate into "not significant" (2 of 3 CI runs, 2026-12-01)

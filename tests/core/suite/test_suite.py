@@ -43,7 +43,7 @@ from kernel_tui.core.task import load_task
 from kernel_tui.core.workspace import Workspace
 from tests.conftest import FIXTURES
 
-CANDIDATES = Path(__file__).parent / "candidates" / "vector_add"
+CANDIDATES = Path(__file__).parents[2] / "candidates" / "vector_add"
 GOOD, BAD = "add", "add_wrong"
 
 

@@ -9,9 +9,7 @@ from rich.text import Text
 
 from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.screens.modals import HelpScreen
-from tests.test_tui import footer_right
-from tests.test_tui_snapshots import fixed_app
-from tests.test_tui_support import run, wait_settled, wait_until
+from tests.support.tui import fixed_app, footer_right, run, wait_settled, wait_until
 
 
 def explained(binding, key: str, help_text: str) -> bool:

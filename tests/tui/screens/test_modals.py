@@ -1,6 +1,6 @@
 """The help (a key's text wraps under itself at any width; no advice a command-line user cannot follow) and
 the editor (escape asks before it throws changed code away). Snapshots at 80×24 (the help at 120×40 too).
-Update with: pytest tests/test_tui_modals.py --snapshot-update
+Update with: pytest tests/tui/screens/test_modals.py --snapshot-update
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from kernel_tui.tui.screens.modals import (
     HelpScreen,
     help_body,
 )
-from tests.test_tui_snapshots import fixed_app
-from tests.test_tui_support import run, wait_settled, wait_until
+from tests.support.tui import fixed_app, run, wait_settled, wait_until
 
 SIZE = (80, 24)
 

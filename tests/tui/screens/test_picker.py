@@ -1,7 +1,7 @@
 """`kernel-tui` with no argument: the picker lists workspaces and tasks (fixtures/* and task folders here),
 and a choice that cannot be opened (a workspace in use) brings the picker back with the reason, never a
 main screen with nothing behind it. Snapshots at 80×24 and 120×40. Update with:
-pytest tests/test_tui_picker.py --snapshot-update
+pytest tests/tui/screens/test_picker.py --snapshot-update
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from kernel_tui.tui.app import create_app
 from kernel_tui.tui.screens.main import MainScreen
 from kernel_tui.tui.screens.picker import PickerScreen
 from tests.conftest import FIXTURES
-from tests.test_tui_support import ADA, fixed_workspace, run, wait_for_workers, wait_until
+from tests.support.tui import run, wait_for_workers, wait_until
+from tests.support.workspaces import ADA, fixed_workspace
 
 SIZE = (80, 24)
 

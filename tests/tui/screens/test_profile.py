@@ -8,8 +8,9 @@ import pytest
 from kernel_tui.core.workspace import Workspace
 from kernel_tui.tui.app import create_app
 from kernel_tui.tui.screens.profile import ProfileScreen
-from tests.test_profile_store import profiled_workspace
-from tests.test_tui_support import ADA, RecordingReplay, run, wait_for_workers, wait_until
+from tests.core.profile.test_store import profiled_workspace
+from tests.support.tui import run, wait_for_workers, wait_until
+from tests.support.workspaces import ADA, RecordingReplay
 
 pytestmark = pytest.mark.slow
 SIZE = (160, 50)
@@ -69,7 +70,7 @@ def test_the_profile_view_shows_the_best_versions_profile_and_what_changed(tmp_p
 
 
 def test_with_two_devices_A_approves_the_rest_of_the_batch_and_both_are_judged(tmp_path):
-    from tests.test_tui_support import preflighted
+    from tests.support.workspaces import preflighted
 
     ws = preflighted(tmp_path / "ws")
     app = create_app(ws.root, device="cpu", person=ADA, proposer=RecordingReplay(), max_steps=2, gpus="2")
@@ -129,8 +130,8 @@ def test_a_profile_taken_while_its_screen_is_open_is_shown_there(tmp_path):
     from kernel_tui.core.profile import parse_ncu_csv
     from kernel_tui.core.profile.store import ProfileRecord, save
     from kernel_tui.tui.messages import ProfileTaken
-    from tests.test_profile_store import NCU_DATA
-    from tests.test_tui_support import fixed_workspace
+    from tests.core.profile.test_store import NCU_DATA
+    from tests.support.workspaces import fixed_workspace
 
     ws = fixed_workspace(tmp_path / "ws")
     app = create_app(ws.root, device="cpu", person=ADA, proposer=RecordingReplay())

@@ -16,8 +16,8 @@ from kernel_tui.tui.widgets.charts import (
     ratio_label,
     title_room,
 )
-from tests.test_tui import rendered
-from tests.test_tui_support import ADA, run, slow_round_workspace, wait_for_tables, wait_settled
+from tests.support.tui import rendered, run, wait_for_tables, wait_settled
+from tests.support.workspaces import ADA, slow_round_workspace
 
 
 def y_ticks(text: str) -> list[float]:

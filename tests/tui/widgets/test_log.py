@@ -6,8 +6,8 @@ from __future__ import annotations
 from kernel_tui.tui.messages import LogLine
 from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.widgets.log import LogPane
-from tests.test_tui import waiting_app, waiting_for_decision
-from tests.test_tui_support import run, wait_until
+from tests.support.tui import run, wait_until, waiting_for_decision
+from tests.tui.test_app import waiting_app
 
 WORDS = " ".join(f"word{i:02d}" for i in range(60))  # 419 columns, in words of 6
 
