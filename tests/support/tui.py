@@ -4,10 +4,14 @@ waits for what it does in its own time (workers, a proposal, tables sizing their
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
 
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.tui.app import KernelTuiApp, create_app
@@ -33,6 +37,20 @@ def fixed_app(tmp_path: Path) -> KernelTuiApp:
     """The app on the fixed workspace (four judged rounds, the budget spent) under tmp_path."""
     ws = fixed_workspace(tmp_path / "ws")
     return create_app(ws.root, device="cpu", proposer=ReplayProposer(CANDIDATES), person=ADA)
+
+
+@contextlib.asynccontextmanager
+async def waiting_app(target: Path, *, round_no: int, size: tuple[int, int], notifications: bool = False,
+                      **app_kw: Any) -> AsyncIterator[tuple[KernelTuiApp, Pilot]]:
+    """The app on `target` (a workspace, or a task with `workspace=` in `app_kw`) under `run_test` at `size`,
+    from the moment round `round_no`'s proposal waits for a decision and shows in the candidate pane.
+
+    `app_kw` goes to `create_app` (proposer, max_steps, gpus, ...); the person is ADA, the device the CPU.
+    """
+    app = create_app(target, device="cpu", person=ADA, **app_kw)
+    async with app.run_test(size=size, notifications=notifications) as pilot:
+        await waiting_for_decision(pilot, round_no)
+        yield app, pilot
 
 
 async def waiting_for_decision(pilot, round_no: int) -> None:

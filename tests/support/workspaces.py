@@ -98,9 +98,12 @@ def long_line_candidate(directory: Path) -> Path:
     return directory
 
 
-def waiting_workspace(path: Path, candidates: Path) -> Workspace:
-    """The fixed workspace with one round left in its budget, whose proposal (long-line changes) waits."""
+def waiting_workspace(path: Path, candidates: Path | None = None) -> Workspace:
+    """The fixed workspace with one round left in its budget, whose proposal (long-line changes) waits: round 5.
+
+    Its replay candidates are written to `candidates`, beside the workspace unless given."""
     ws = fixed_workspace(path)
+    candidates = candidates or path.parent / "candidates"
     ws.write_json("session.json", {"max_steps": 5, "proposer": {"kind": "replay", "next": 4,
                                                                   "directory": str(long_line_candidate(candidates))},
                                    "finished": False})

@@ -29,9 +29,10 @@ from tests.support.tui import (
     run_state,
     wait_for_workers,
     wait_until,
+    waiting_app,
     waiting_for_decision,
 )
-from tests.support.workspaces import ADA, CANDIDATES, RecordingReplay, fixed_workspace, preflighted
+from tests.support.workspaces import ADA, CANDIDATES, RecordingReplay, fixed_workspace, preflighted, waiting_workspace
 
 EVAL_TIMEOUT = 240.0  # one evaluation on the CPU interpreter: ~5-20 s here, far more on a loaded machine
 
@@ -54,11 +55,9 @@ async def evaluating(pilot) -> None:
 
 def test_approve_runs_the_evaluation_and_keys_work_meanwhile(tmp_path):
     ws = preflighted(tmp_path / "ws")
-    app = app_for(ws.root, max_steps=2)
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=RecordingReplay(), max_steps=2) as (app, pilot):
             assert "BLOCK_SIZE = 1024" in pane(app).pending.diff and "-BLOCK_SIZE = 256" in pane(app).pending.diff
             await pilot.press("f")  # the full source, and back
             assert pane(app).full
@@ -99,11 +98,9 @@ def test_approve_runs_the_evaluation_and_keys_work_meanwhile(tmp_path):
 def test_reject_with_a_reason_goes_back_to_the_proposer(tmp_path):
     ws = preflighted(tmp_path / "ws")
     proposer = RecordingReplay()
-    app = app_for(ws.root, proposer=proposer, max_steps=2)
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=proposer, max_steps=2) as (app, pilot):
             await pilot.press("r")
             assert isinstance(app.screen, ReasonModal)
             await pilot.press(*"too big a jump")
@@ -124,11 +121,9 @@ def test_reject_with_a_reason_goes_back_to_the_proposer(tmp_path):
 def test_edit_in_place_commits_the_persons_revision_then_evaluates_it(tmp_path):
     ws = preflighted(tmp_path / "ws")
     proposer = RecordingReplay()
-    app = app_for(ws.root, proposer=proposer, max_steps=1)
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=proposer, max_steps=1) as (app, pilot):
             await pilot.press("e")
             assert isinstance(app.screen, EditScreen)
             area = app.screen.query_one("#edit-area")
@@ -156,11 +151,9 @@ def test_edit_in_place_commits_the_persons_revision_then_evaluates_it(tmp_path):
 
 def test_quit_mid_evaluation_then_reopen_resumes_the_round(tmp_path):
     ws = preflighted(tmp_path / "ws")
-    app = app_for(ws.root, max_steps=2)
 
     async def first():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=RecordingReplay(), max_steps=2) as (app, pilot):
             await pilot.press("a")
             await evaluating(pilot)
             started = time.monotonic()
@@ -175,11 +168,8 @@ def test_quit_mid_evaluation_then_reopen_resumes_the_round(tmp_path):
     probe.lock()  # the TUI unlocked it
     probe.unlock()
 
-    again = create_app(ws.root, device="cpu", person=ADA)  # proposer from session.json: the replay, where it was
-
-    async def second():
-        async with again.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+    async def second():  # the proposer from session.json: the replay, where it was
+        async with waiting_app(ws.root, round_no=1, size=SIZE) as (again, pilot):
             assert again.controller.waiting.commit == pending
             assert "resuming" in log_text(again)
             await pilot.press("q")
@@ -190,11 +180,9 @@ def test_quit_mid_evaluation_then_reopen_resumes_the_round(tmp_path):
 
 def test_write_your_own_candidate_is_the_next_proposal_authored_by_you(tmp_path):
     ws = preflighted(tmp_path / "ws")
-    app = app_for(ws.root, max_steps=3)
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=RecordingReplay(), max_steps=3) as (app, pilot):
             await pilot.press("w")
             assert isinstance(app.screen, EditScreen)
             app.screen.query_one("#edit-change").value = "Block size 512, by hand"
@@ -221,14 +209,12 @@ def test_edit_in_editor_keeps_the_edit_pending(tmp_path, monkeypatch):
     script.write_text("#!/bin/sh\nsed -i 's/BLOCK_SIZE = 1024/BLOCK_SIZE = 2048/' \"$1\"\n")
     script.chmod(0o755)
     monkeypatch.setenv("VISUAL", str(script))
-    app = app_for(ws.root, max_steps=1)
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=RecordingReplay(), max_steps=1) as (app, pilot):
             import contextlib
 
             app.suspend = contextlib.nullcontext  # headless tests cannot hand the terminal over
-            await waiting_for_decision(pilot, 1)
             await pilot.press("E")
             await wait_until(pilot, lambda: pane(app).pending.edited, 10, "the edit")
             assert "+BLOCK_SIZE = 2048" in pane(app).pending.diff
@@ -373,22 +359,14 @@ def test_the_agent_log_follows_the_records_as_they_grow(tmp_path):
 
 # --- the screen at every size: panes, diffs, the trajectory, charts, notifications, the dialogs ---------
 
-def waiting_app(tmp_path, **kw):
-    from tests.support.workspaces import waiting_workspace
-
-    ws = waiting_workspace(tmp_path / "ws", tmp_path / "candidates")
-    return create_app(ws.root, device="cpu", person=ADA, **kw), ws
-
-
 PANE_KEYS = {"1": "best", "2": "candidate", "3": "charts", "4": "trajectory", "5": "log"}
 
 
 def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_footer(tmp_path):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(80, 24)) as (app, pilot):
             screen = app.main_screen
             wanted = {f"show_pane('{name}')" for name in PANE_KEYS.values()}
             decisions = {"approve", "reject", "help"}
@@ -423,11 +401,10 @@ def test_at_80x24_every_pane_is_reachable_one_at_a_time_with_its_key_in_the_foot
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (160, 50), (200, 60)])
 def test_the_footer_keys_fit_the_width_help_and_quit_included(tmp_path, size):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=size) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=size) as (app, pilot):
             await pilot.pause()
             screen = app.main_screen
             wanted = {"approve", "reject", "edit", "write_own", "show_pane('log')", "help", "quit"}
@@ -445,11 +422,10 @@ def test_the_footer_keys_fit_the_width_help_and_quit_included(tmp_path, size):
 
 @pytest.mark.parametrize("size", [(120, 40), (200, 60)])
 def test_on_a_large_screen_every_pane_is_shown_and_the_charts_have_room(tmp_path, size):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=size) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=size) as (app, pilot):
             screen = app.main_screen
             for name in PANE_KEYS.values():
                 assert screen.query_one(f"#{name}").region.height >= 8, name
@@ -464,11 +440,10 @@ def test_on_a_large_screen_every_pane_is_shown_and_the_charts_have_room(tmp_path
 
 
 def test_a_change_at_the_end_of_a_long_line_is_shown_whole_in_a_narrow_pane(tmp_path):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(80, 24)) as (app, pilot):
             text = rendered(pane(app).query_one("#diff"))
             assert 'eviction_policy="evict_first"' in text and "num_warps=8" in text and "num_warps=4" in text
             assert "…" not in text
@@ -499,11 +474,10 @@ def test_diff_marks_the_changed_part_of_a_line_and_folds_long_lines():
 
 
 def test_trajectory_shows_the_change_and_whole_verdicts_and_the_selected_row_in_full(tmp_path):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(120, 40)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(120, 40)) as (app, pilot):
             table = app.main_screen.query_one(TrajectoryTable)
             columns = {str(c.label): c for c in table.columns.values()}
             assert columns["verdict"].width >= len("rejected by the person")
@@ -527,11 +501,10 @@ def test_charts_have_whole_keys_even_ticks_whole_counts_and_words_for_people(tmp
 
     from kernel_tui.tui.view import ChartData
 
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(120, 40)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(120, 40)) as (app, pilot):
             charts = [app.main_screen.query_one(c) for c in (LatencyChart, ImprovementChart, StatusChart)]
             for chart in charts:
                 assert len(chart.border_subtitle) <= chart.outer_size.width - 4, chart.border_subtitle
@@ -574,11 +547,10 @@ def test_notifications_stay_clear_of_the_run_line_the_status_line_and_the_log(tm
     the screen, over that pane's top (the log's oldest lines), never the lines at the bottom."""
     from textual.widgets._toast import Toast
 
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=size, notifications=True) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=size, notifications=True) as (app, pilot):
             for text in ("first notification", "a second, longer notification that takes more than one line"):
                 app.main_screen.notify(text)
             await wait_until(pilot, lambda: len(app.screen.query(Toast)) == 2, 5, "the toasts")
@@ -597,11 +569,10 @@ def test_notifications_stay_clear_of_the_run_line_the_status_line_and_the_log(tm
 def test_write_your_own_starts_on_the_subject_line_and_refuses_a_copy_of_best(tmp_path):
     from textual.widgets import Input, TextArea
 
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(80, 24)) as (app, pilot):
             await pilot.press("w")
             editor = app.screen
             assert isinstance(editor, EditScreen) and isinstance(app.focused, Input)
@@ -621,11 +592,10 @@ def test_write_your_own_starts_on_the_subject_line_and_refuses_a_copy_of_best(tm
 
 
 def test_an_empty_rejection_reason_is_refused(tmp_path):
-    app, ws = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(80, 24)) as (app, pilot):
             await pilot.press("r")
             modal = app.screen
             assert isinstance(modal, ReasonModal)
@@ -678,11 +648,10 @@ def test_the_final_comparison_key_writes_the_summary_and_a_second_press_waits_it
 
 
 def test_a_verdict_leaves_the_trajectory_row_the_person_chose(tmp_path):
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(160, 50)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(160, 50)) as (app, pilot):
             table = app.main_screen.query_one("#trajectory-table")
             await pilot.press("4", "up", "up")  # off the newest row, onto round 2
             await pilot.pause()

@@ -7,11 +7,10 @@ import json
 import pytest
 
 from kernel_tui.core.kernelbench import import_problem
-from kernel_tui.tui.app import create_app
 from kernel_tui.tui.widgets.run import TrajectoryTable
 from tests.conftest import ROOT
-from tests.support.tui import SIZE, pane, run, wait_until, waiting_for_decision
-from tests.support.workspaces import ADA, RecordingReplay
+from tests.support.tui import SIZE, pane, run, wait_until, waiting_app
+from tests.support.workspaces import RecordingReplay
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +21,11 @@ def test_an_imported_task_opens_and_a_round_is_judged(tmp_path):
     spec = json.loads((task / "task.json").read_text())
     assert spec["baseline"]["language"] == "pytorch"
     replay = RecordingReplay(ROOT / "tests" / "candidates" / "kb_linear_scale")
-    app = create_app(task, device="cpu", person=ADA, proposer=replay, max_steps=1, workspace=tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await waiting_for_decision(pilot, 1)  # the preflight ran: the eager baseline, exempt from the policy
+        # round 1 waits once the preflight ran: the eager baseline, exempt from the policy
+        async with waiting_app(task, round_no=1, size=SIZE, proposer=replay, max_steps=1,
+                               workspace=tmp_path / "ws") as (app, pilot):
             assert "@triton.jit" in pane(app).pending.source
             await pilot.press("a")
             table = app.main_screen.query_one(TrajectoryTable)

@@ -9,7 +9,7 @@ from kernel_tui.core.workspace import Workspace
 from kernel_tui.tui.app import create_app
 from kernel_tui.tui.screens.profile import ProfileScreen
 from tests.core.profile.test_store import profiled_workspace
-from tests.support.tui import run, wait_for_workers, wait_until
+from tests.support.tui import run, wait_for_workers, wait_until, waiting_app
 from tests.support.workspaces import ADA, RecordingReplay
 
 pytestmark = pytest.mark.slow
@@ -73,17 +73,13 @@ def test_with_two_devices_A_approves_the_rest_of_the_batch_and_both_are_judged(t
     from tests.support.workspaces import preflighted
 
     ws = preflighted(tmp_path / "ws")
-    app = create_app(ws.root, device="cpu", person=ADA, proposer=RecordingReplay(), max_steps=2, gpus="2")
 
     async def scenario():
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.controller.waiting is not None, 120, "the first proposal")
+        async with waiting_app(ws.root, round_no=1, size=SIZE, proposer=RecordingReplay(), max_steps=2,
+                               gpus="2") as (app, pilot):
             first = app.controller.waiting
-            assert first.round == 1 and first.queued == 1
+            assert first.queued == 1
             assert "1 more of this batch wait (A approves them all)" in app.main_screen.query_one("#eval").state
-            from kernel_tui.tui.widgets.source import CandidatePane
-
-            await wait_until(pilot, lambda: app.main_screen.query_one(CandidatePane).pending is not None, 30, "the pane")
             shown = str(app.main_screen.query_one("#candidate-info").render())
             assert "next in this batch: round 2: " in shown
             await pilot.press("A")

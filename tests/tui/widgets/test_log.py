@@ -6,8 +6,8 @@ from __future__ import annotations
 from kernel_tui.tui.messages import LogLine
 from kernel_tui.tui.screens.history import HistoryScreen
 from kernel_tui.tui.widgets.log import LogPane
-from tests.support.tui import run, wait_until, waiting_for_decision
-from tests.tui.test_app import waiting_app
+from tests.support.tui import run, wait_until, waiting_app
+from tests.support.workspaces import waiting_workspace
 
 WORDS = " ".join(f"word{i:02d}" for i in range(60))  # 419 columns, in words of 6
 
@@ -34,11 +34,10 @@ async def post_and_wait(pilot, log: LogPane) -> None:
 
 def test_a_line_that_arrives_while_the_log_is_hidden_wraps_at_its_width_and_reflows_when_shown(tmp_path):
     """80×24: the log is one pane of five; the line arrives while another pane and then the history are shown."""
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(80, 24)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(80, 24)) as (app, pilot):
             log = app.main_screen.query_one(LogPane)
             await pilot.press("5", "2", "h")  # the log shown once (its width is known), then hidden
             assert isinstance(app.screen, HistoryScreen) and log.scrollable_content_region.width == 0
@@ -59,11 +58,10 @@ def test_a_line_that_arrives_while_the_log_is_hidden_wraps_at_its_width_and_refl
 
 def test_a_line_that_arrives_behind_another_screen_reflows_to_the_width_the_log_comes_back_at(tmp_path):
     """120×40: every pane shown; the terminal grows while the help covers the run."""
-    app, _ = waiting_app(tmp_path)
+    ws = waiting_workspace(tmp_path / "ws")
 
     async def scenario():
-        async with app.run_test(size=(120, 40)) as pilot:
-            await waiting_for_decision(pilot, 5)
+        async with waiting_app(ws.root, round_no=5, size=(120, 40)) as (app, pilot):
             log = app.main_screen.query_one(LogPane)
             before = log.scrollable_content_region.width
             await pilot.press("question_mark")
