@@ -1,5 +1,6 @@
 """The help (a key's text wraps under itself at any width; no advice a command-line user cannot follow) and
-the editor (escape asks before it throws changed code away). Snapshots at 80×24 (the help at 120×40 too).
+the editor (escape asks before it throws changed code away). Snapshots of the help, the editor, its discard
+question and the reason a rejection asks for, each at 80×24 and 120×40.
 Update with: pytest tests/tui/screens/test_modals.py --snapshot-update
 """
 
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.app import App
-from textual.widgets import TextArea
+from textual.widgets import Input, TextArea
 
 from kernel_tui.tui import app as app_module
+from kernel_tui.tui.app import create_app
 from kernel_tui.tui.screens.modals import (
     DISCARD_QUESTION,
     HELP,
@@ -21,9 +23,11 @@ from kernel_tui.tui.screens.modals import (
     ConfirmModal,
     EditScreen,
     HelpScreen,
+    ReasonModal,
     help_body,
 )
 from tests.support.tui import fixed_app, run, wait_settled, wait_until
+from tests.support.workspaces import ADA, fixed_git_dates, waiting_workspace
 
 SIZE = (80, 24)
 
@@ -123,10 +127,46 @@ def test_escape_closes_an_unchanged_editor_at_once(tmp_path):
     run(scenario())
 
 
-def test_discard_question_snapshot(tmp_path, snap_compare):
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_discard_question_snapshot(tmp_path, snap_compare, size):
     async def asked(pilot):
         await editing(pilot)
         await pilot.press("end", "x", "escape")
         await pilot.pause()
 
-    assert snap_compare(fixed_app(tmp_path), terminal_size=SIZE, run_before=asked)
+    assert snap_compare(fixed_app(tmp_path), terminal_size=size, run_before=asked)
+
+
+def steady_cursors(pilot) -> None:
+    """An Input's cursor blinks on a timer: held still, it shows the same in every snapshot."""
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_editor_snapshot(tmp_path, snap_compare, size):
+    """w: your own candidate, on a copy of best, starting on its subject line."""
+    async def opened(pilot):
+        await wait_settled(pilot)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, EditScreen), 10, "the editor")
+        steady_cursors(pilot)
+        await pilot.pause()
+
+    assert snap_compare(fixed_app(tmp_path), terminal_size=size, run_before=opened)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_reason_snapshot(tmp_path, snap_compare, size):
+    """r on round 5's proposal: the reason asked for, over the run (its commit made with a fixed date)."""
+    ws = waiting_workspace(tmp_path / "ws")
+
+    async def asked(pilot):
+        await wait_settled(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(pilot.app.screen, ReasonModal), 10, "the question")
+        steady_cursors(pilot)
+        await pilot.pause()
+
+    with fixed_git_dates():
+        assert snap_compare(create_app(ws.root, device="cpu", person=ADA), terminal_size=size, run_before=asked)

@@ -1,5 +1,8 @@
 """The profile view: the best version's profile and what changed against the baseline (key i), a version's
-from the history (i there), its headline in the history's detail, and r where profiling cannot work."""
+from the history (i there), its headline in the history's detail, and r where profiling cannot work.
+Snapshots of the view at 80×24 and 120×40; update with:
+pytest tests/tui/screens/test_profile.py --snapshot-update
+"""
 
 from __future__ import annotations
 
@@ -147,3 +150,17 @@ def test_a_profile_taken_while_its_screen_is_open_is_shown_there(tmp_path):
             await pilot.press("escape", "q")
 
     run(scenario())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_profile_snapshot(tmp_path, snap_compare, size):
+    """i: the best version's profile (round 1, from a hand-written ncu log) and what changed against the baseline."""
+    ws, _ = profiled_workspace(tmp_path / "ws")
+
+    async def opened(pilot):
+        screen = await open_profile(pilot, pilot.app)
+        await wait_until(pilot, lambda: "DRAM-bound" in screen_text(screen), 30, "the profile")
+        await wait_for_workers(pilot)
+
+    app = create_app(ws.root, device="cpu", person=ADA, proposer=RecordingReplay())
+    assert snap_compare(app, terminal_size=size, run_before=opened)
