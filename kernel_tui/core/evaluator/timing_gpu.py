@@ -22,12 +22,12 @@ from kernel_tui.core.evaluator.protocol import Call, Command
 from kernel_tui.core.evaluator.side import Side, SideFault
 from kernel_tui.core.evaluator.streams import can_sleep, gpu_sleep, sleep_warnings
 from kernel_tui.core.evaluator.timing import (
+    FLUSH_MODE,
     HOLD_MARGIN,
     HOLD_MAX_SECONDS,
     HOLD_MIN_SECONDS,
     PROBE_QUIET,
     ROLES,
-    FLUSH_MODE,
     BlockTimer,
     busy,
     first_draw,
