@@ -23,5 +23,5 @@ for method in auto flush graph; do
   [ "$method" = auto ] || kt compare --task "$d" --incumbent fixtures/vector_add/baseline.py \
     --candidate bench/candidates/vector_add_block1024.py --runs 5 --device cuda > "$OUT/compare_$method.txt" 2>&1
 done
-KT_TEST_DEVICE=cuda timeout 300 $PY -m pytest -q -p no:cacheprovider -n 4 tests/test_adversarial.py > "$OUT/adversarial_gpu.txt" 2>&1
+KT_TEST_DEVICE=cuda timeout 300 $PY -m pytest -q -p no:cacheprovider -n 4 tests/core/evaluator/test_adversarial.py > "$OUT/adversarial_gpu.txt" 2>&1
 echo done

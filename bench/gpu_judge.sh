@@ -33,8 +33,8 @@ case "$PART" in
   smoke)
     cases | while read -r task cand; do eval_one smoke "$ROOT" "$task" "$cand"; done ;;
   catalogue)
-    KT_TEST_DEVICE=cuda timeout "${LIMIT:-540}" $PY -m pytest -q -n 4 -p no:cacheprovider ${TESTS:-tests/test_adversarial.py \
-      tests/test_judge_boundary.py} > "$OUT/catalogue.txt" 2>&1 ;;
+    KT_TEST_DEVICE=cuda timeout "${LIMIT:-540}" $PY -m pytest -q -n 4 -p no:cacheprovider ${TESTS:-tests/core/evaluator/test_adversarial.py \
+      tests/core/evaluator/test_judge_boundary.py} > "$OUT/catalogue.txt" 2>&1 ;;
   agree)
     for f in fixtures/*/; do
       name=$(basename "$f")

@@ -10,7 +10,7 @@ CUDA_VISIBLE_DEVICES=0 timeout $(( ${VA_BUDGET:-240} + 30 )) $PY bench/gate_cali
   --budget ${VA_BUDGET:-240} --parts aa --aa-fixtures vector_add --per-process 30 --shares aa:vector_add=1.0 > "$S/va.log" 2>&1 &
 va=$!
 lap "GPU 1: attack cases"
-CUDA_VISIBLE_DEVICES=1 KT_TEST_DEVICE=cuda timeout 70 $PY -m pytest -q -p no:cacheprovider -n 4 tests/test_adversarial.py \
+CUDA_VISIBLE_DEVICES=1 KT_TEST_DEVICE=cuda timeout 70 $PY -m pytest -q -p no:cacheprovider -n 4 tests/core/evaluator/test_adversarial.py \
   -k "gpu_ or side_stream or crash" > "$S/adversarial_gpu_only.txt" 2>&1
 lap "GPU 1: A/A matmul"
 left=$(( ${VA_BUDGET:-240} - ($(date +%s) - t0) ))

@@ -15,10 +15,10 @@ timeout 120 $PY -m kernel_tui eval --task fixtures/vector_add --candidate fixtur
   --device cuda --json > "$S/sanity.json" 2> "$S/sanity.err"
 lap "sanity: $(head -c 600 "$S/sanity.json") $(tail -2 "$S/sanity.err")"
 lap "catalogue and sandbox cases on the GPU"
-KT_TEST_DEVICE=cuda timeout ${CAT_LIMIT:-200} $PY -m pytest -q -p no:cacheprovider -n 6 tests/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
+KT_TEST_DEVICE=cuda timeout ${CAT_LIMIT:-200} $PY -m pytest -q -p no:cacheprovider -n 6 tests/core/evaluator/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
 lap "$(tail -1 "$S/adversarial_gpu.txt")"
 lap "policy walk against this torch and triton"
-timeout 90 $PY -m pytest -q -p no:cacheprovider tests/test_policy_walk.py tests/test_policy.py > "$S/policy_walk.txt" 2>&1
+timeout 90 $PY -m pytest -q -p no:cacheprovider tests/core/test_policy_walk.py tests/core/test_policy.py > "$S/policy_walk.txt" 2>&1
 lap "$(tail -1 "$S/policy_walk.txt")"
 lap "cost and A/A: vector_add"
 timeout ${VA_LIMIT:-200} $PY bench/sandbox_cost.py --task vector_add --pairs 12 --budget ${VA_BUDGET:-170} --out "$S" > /dev/null 2>> "$S/driver.log"

@@ -27,7 +27,7 @@ WS="$ws" OUT="$S/search" LIMIT=${LIMIT:-230} bash bench/gpu_search_vector_add.sh
 lap "evaluator cost of the search's evaluations ($ws)"
 $PY bench/evaluator_cost.py --workspace "$ws" --name vector_add-search --out "$S" >> "$S/driver.log" 2>&1
 lap "adversarial catalogue"
-KT_TEST_DEVICE=cuda timeout 150 $PY -m pytest -q -p no:cacheprovider -n 4 tests/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
+KT_TEST_DEVICE=cuda timeout 150 $PY -m pytest -q -p no:cacheprovider -n 4 tests/core/evaluator/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
 lap "matmul evaluator cost"
 timeout 80 $PY bench/evaluator_cost.py --task matmul --count 4 --device cuda --out "$S" --budget 55 >> "$S/driver.log" 2>&1
 lap "reproducibility"

@@ -15,7 +15,7 @@ CUDA_VISIBLE_DEVICES=0 timeout ${SWEEP_LIMIT:-560} $PY -m bench.sweep --device c
 sweep=$!
 lap "GPU 1: adversarial catalogue"
 CUDA_VISIBLE_DEVICES=1 KT_TEST_DEVICE=cuda timeout 120 $PY -m pytest -q -p no:cacheprovider -n 4 \
-  tests/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
+  tests/core/evaluator/test_adversarial.py > "$S/adversarial_gpu.txt" 2>&1
 lap "GPU 1: gate calibration"
 CUDA_VISIBLE_DEVICES=1 timeout $(( ${GATE_BUDGET:-400} + 40 )) $PY bench/gate_calibration.py --device cuda \
   --out "$S/gate" --budget ${GATE_BUDGET:-400} --parts aa,power --per-process 30 \

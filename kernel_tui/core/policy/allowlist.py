@@ -3,7 +3,7 @@
 TRITON_LANGUAGE_NAMES is `dir(triton.language)` of Triton 3.9 without private names and submodules
 (core, extra, math, random, standard, target_info reach os, subprocess and builtins). Names a given Triton
 lacks are harmless here: the list only has to cover what candidates use and hold nothing that escapes;
-tests/test_policy_walk.py checks the latter against the installed torch and triton.
+tests/core/test_policy_walk.py checks the latter against the installed torch and triton.
 
 LIBDEVICE_NAMES is every public function of `triton.language.extra.cuda.libdevice` of Triton 3.9 (197
 elementwise math, rounding, conversion and bit functions), the names a kernel may call through it or through
