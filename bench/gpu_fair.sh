@@ -24,7 +24,8 @@ case "$PART" in
       --out "$OUT/copy.json" >> "$OUT/copy.log" 2>&1 ;;
   suite)
     timeout "${LIMIT:-540}" $PY bench/kernelbench/suite.py --kernelbench "$KB" --out "$WORK/suite" --device cuda \
-      --runs 3 ${PROBLEMS:+--problems $PROBLEMS} >> "$OUT/suite.log" 2>&1
+      --runs 3 ${PROBLEMS:+--problems $PROBLEMS} 2>&1 | while IFS= read -r line; do echo "$(date +%T) $line"; done \
+      >> "$OUT/suite.log"  # each line with its time: where a problem's minutes go
     cp "$WORK/suite/suite/suite.json" "$WORK/suite/suite/suite-report.md" "$OUT/" 2>/dev/null
     # the suite's folder, to resume from on a fresh machine: unpack it into WORK here and carry WORK
     tar czf "$OUT/kt-fair-suite.tgz" -C "$WORK" suite ;;

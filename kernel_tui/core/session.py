@@ -445,12 +445,22 @@ class Session:
             return None  # a budget spent says so itself
         return f"patience: {tail} rounds in a row without an accepted version (the task's patience is {patience})"
 
+    def _retest(self) -> Comparison:
+        """Baseline vs best in fresh processes; nothing to time when the best is the baseline's own code (a
+        re-test of one kernel against itself measures only noise and cost five processes a run)."""
+        baseline, best = self.ws.task.baseline_source, self.ws.best_source
+        if best == baseline:
+            self.log("final re-test: none needed, the best is the baseline (S = 1 by definition)")
+            return Comparison(status=Status.ok, device=self.evaluator.device, same_code=True, speedup=1.0,
+                              median_paired_improvement=0.0,
+                              reason="no re-test: the best is the baseline's own code, so S = 1 by definition")
+        self.log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
+        return compare(self.evaluator, baseline, best, runs=self.retest_runs, trusted=self.ws.best_is_pytorch_start)
+
     def finalize(self, stopped_because: str | None = None) -> RunSummary | None:
         """The independent re-test of baseline vs best, run_summary.json and agent-status.json."""
         warnings: list[str] = []
-        self.log(f"final re-test: baseline vs best, {self.retest_runs} fresh processes")
-        comparison: Comparison = compare(self.evaluator, self.ws.task.baseline_source, self.ws.best_source,
-                                         runs=self.retest_runs, trusted=self.ws.best_is_pytorch_start)
+        comparison = self._retest()
         if comparison.status is Status.cancelled or self.cancel.is_set():
             return None  # stopped mid re-test: keep whatever records an earlier finalize left
         self.ws.write_json("final-comparison.json", comparison)

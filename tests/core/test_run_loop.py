@@ -206,3 +206,23 @@ def test_an_unattended_run_stops_after_its_patience_and_the_screen_does_not(tmp_
     finally:
         control.cancel.set()
         loop.join(timeout=20)
+
+
+def test_no_re_test_when_the_best_is_still_the_baseline(tmp_path, monkeypatch):
+    """Five fresh processes timing the baseline against itself say nothing: when no version was accepted the
+    run ends without them, and its records and report say why S is 1."""
+    from kernel_tui.core.report import write_report
+
+    called: list = []
+    monkeypatch.setattr(session_module, "compare", lambda *a, **k: called.append(a) or Comparison(
+        status="ok", reason="S = 1.000x", device="cpu", speedup=1.0, median_paired_improvement=0.0))
+    ws = workspace(tmp_path)
+    events: list[ev.Event] = []
+    summary = Session(ws, StubEvaluator(), ReplayProposer(CANDIDATES), Rejects(), max_steps=1,  # type: ignore[arg-type]
+                      on_event=events.append).run()
+    assert called == [] and summary is not None and summary.final_speedup == 1.0
+    final = ws.read_json("final-comparison.json")
+    assert final is not None and final["same_code"] and final["runs"] == [] and "by definition" in final["reason"]
+    assert any("none needed, the best is the baseline" in getattr(e, "text", "") for e in events)
+    write_report(ws.root)
+    assert "there is nothing to re-test, and S = 1 by definition" in (ws.root / "report.md").read_text()

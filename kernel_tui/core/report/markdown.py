@@ -308,7 +308,10 @@ def _section_retest(r: RunRecords, roof: Roof) -> list[str]:
     if r.summary is not None:
         out.append(f"Best version `{r.summary.best_commit[:12]}` against the baseline "
                    f"`{r.summary.baseline_commit[:12]}`, each run a fresh process.\n")
-    if c.same_code:
+    if c.same_code and not c.runs:
+        out.append("The best version is the baseline's code (no version was accepted, or the baseline was "
+                   "restored): there is nothing to re-test, and S = 1 by definition.\n")
+    elif c.same_code:
         out.append("The best version is the baseline's code: both sides ran the same kernel, and S measures "
                    "only the noise between them.\n")
     if not r.summary_best_is_current:

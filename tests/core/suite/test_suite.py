@@ -123,7 +123,8 @@ def test_the_resumed_suite_judges_the_pending_round_instead_of_proposing_again(r
     lines = ws.trajectory()
     assert [ln.round for ln in lines] == [1]
     assert lines[0].commit == ran["after_stop"]["pending"][0][1]
-    assert lines[0].accepted, lines[0].reason  # a gate verdict on CPU timings: say why, should it not be
+    # judged: checked and timed through the gate (whether interpreter timings under load accept it is not the point)
+    assert lines[0].status == "ok" and lines[0].reason.startswith(("accepted", "rejected")), lines[0].reason
     assert any("resuming" in line for line in ran["lines"] if line.startswith(f"{GOOD}:"))
 
 
