@@ -23,15 +23,16 @@ TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way 
 
 # What the incumbent's bottleneck (ProposerContext.bottleneck) makes worth trying first. Memory-bound: more
 # bytes in flight and kinder caching; compute-bound: tiles, pipelining and warps; latency-bound: more work
-# in flight per SM. Steps of only these kinds are the candidates while any is left (a prior alone lost to
-# the optimism every untried step gets: 6 of 25 rounds of the live H200 matmul went to load hints); after
-# that, BOTTLENECK_PRIOR, small beside what one measurement teaches (search_model.NOISE_SD), favours the steps
-# with more favoured parts (a two-step proposal with one).
+# in flight per SM; for the last two also the persistent grid (no launch and scheduling cost per tile, one
+# tile's loads overlapping the previous tile's epilogue). Steps of only these kinds are the candidates while
+# any is left (a prior alone lost to the optimism every untried step gets: 6 of 25 rounds of the live H200
+# matmul went to load hints); after that, BOTTLENECK_PRIOR, small beside what one measurement teaches
+# (search_model.NOISE_SD), favours the steps with more favoured parts (a two-step proposal with one).
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
     "memory": {"block", "eviction_policy", "cache_modifier", "num_warps", "k_mask"},
-    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask"},
-    "latency": {"num_warps", "num_stages", "block", "unroll"},
+    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask", "grid"},
+    "latency": {"num_warps", "num_stages", "block", "unroll", "grid"},
 }
 
 
@@ -129,7 +130,7 @@ class SearchSteps(Proposer):
         if kinds:
             self._said_ignored |= kinds
             self.on_activity(f"on Triton's CPU interpreter: no moves of {', '.join(sorted(kinds))} (GPU-only knobs the "
-                             "interpreter ignores); block sizes, tiling factors and the launch order change its work")
+                             "interpreter ignores); block sizes, tiling factors, the launch order and the grid change its work")
 
     def _kinds_of(self, parts: tuple[str, ...] | list[str]) -> set[str]:
         return {self.model.kinds.get(p.split("=", 1)[0], "") for p in parts}
