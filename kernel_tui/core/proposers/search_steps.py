@@ -39,9 +39,11 @@ FAVOURED_KINDS = {
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
 # and num_stages are dropped, get_cache_policy returns None for every load hint, tl.range drops its keyword
 # arguments (loop_unroll_factor), and tl.dot is np.matmul whatever its input_precision. A step of only these
-# measures noise there: of a new user's 16 rounds on the interpreter, 6 went to warps and load hints.
+# measures noise there: of a new user's 16 rounds on the interpreter, 6 went to warps and load hints. The
+# persistent grid is one with them: the interpreter runs a launch's programs one after another, so one program
+# per SM looping over the tiles does the same work there as one program per tile.
 INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll",
-                                 "input_precision"})
+                                 "input_precision", "grid"})
 
 
 def _couples(action: Action, ratio: float) -> bool:
@@ -130,7 +132,7 @@ class SearchSteps(Proposer):
         if kinds:
             self._said_ignored |= kinds
             self.on_activity(f"on Triton's CPU interpreter: no moves of {', '.join(sorted(kinds))} (GPU-only knobs the "
-                             "interpreter ignores); block sizes, tiling factors, the launch order and the grid change its work")
+                             "interpreter ignores); block sizes, tiling factors and the launch order change its work")
 
     def _kinds_of(self, parts: tuple[str, ...] | list[str]) -> set[str]:
         return {self.model.kinds.get(p.split("=", 1)[0], "") for p in parts}
