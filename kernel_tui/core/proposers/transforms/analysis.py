@@ -1,8 +1,8 @@
 """The analysis of one source: its kernels and launches, read once from the AST, and the public API
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
-The knob families (`families`, `launch_order`, `even_k`, `persistent`) and the sanity bounds (`constraints`) are mixins of
-Analysis: each finds its knobs or bounds from what discovery here recorded.
+The knob families (`families`, `launch_order`, `even_k`, `persistent`) and the sanity bounds
+(`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
 from __future__ import annotations
