@@ -1,5 +1,5 @@
 """The built-in search on Triton's CPU interpreter: a move that only changes knobs the interpreter ignores
-(warps, stages, load hints, loop unrolling, tl.dot input precision) is no move there, and the search says once
+(warps, stages, load hints, loop unrolling, tl.dot input precision, the persistent grid) is no move there, and the search says once
 which it leaves out. Driven through propose/feedback, no evaluator."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from kernel_tui.core.proposers.search import SearchProposer
 from kernel_tui.core.proposers.transforms import analyze
 from tests.core.proposers.test_search import baseline
 
-GPU_ONLY = {"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll", "input_precision"}
+GPU_ONLY = {"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll", "input_precision", "grid"}
 
 
 def changed_kinds(before: str, after: str) -> set[str]:

@@ -29,25 +29,30 @@ EXPECTED = {
     "vector_add": {
         "const:BLOCK_SIZE": 256, "launch:add_kernel:0:num_warps": 4,
         "kernel:add_kernel:eviction_policy": "", "kernel:add_kernel:cache_modifier": "",
+        "kernel:add_kernel:grid": "one program per tile",
     },
     "silu_mul": {
         "const:BLOCK_SIZE": 256, "launch:silu_mul_kernel:0:num_warps": 4,
         "kernel:silu_mul_kernel:eviction_policy": "", "kernel:silu_mul_kernel:cache_modifier": "",
+        "kernel:silu_mul_kernel:grid": "one program per tile",
     },
     "softmax": {
         "launch:softmax_kernel:0:num_warps": 4,
         "kernel:softmax_kernel:eviction_policy": "", "kernel:softmax_kernel:cache_modifier": "",
+        "kernel:softmax_kernel:grid": "one program per tile",
     },
     "rmsnorm": {
         "const:BLOCK_SIZE": 256, "launch:rmsnorm_kernel:0:num_warps": 4,
         "launch:rmsnorm_kernel:0:num_stages": 3,  # absent: inserted at Triton's default
         "loop:rmsnorm_kernel:0:unroll": 1, "loop:rmsnorm_kernel:1:unroll": 1,
         "kernel:rmsnorm_kernel:eviction_policy": "", "kernel:rmsnorm_kernel:cache_modifier": "",
+        "kernel:rmsnorm_kernel:grid": "one program per tile",
     },
     "row_sum": {
         "const:BLOCK_SIZE": 128, "launch:row_sum_kernel:0:num_warps": 4, "launch:row_sum_kernel:0:num_stages": 3,
         "loop:row_sum_kernel:0:unroll": 1,
         "kernel:row_sum_kernel:eviction_policy": "", "kernel:row_sum_kernel:cache_modifier": "",
+        "kernel:row_sum_kernel:grid": "one program per tile",
     },
     "matmul": {
         "const:BLOCK_M": 64, "const:BLOCK_N": 64, "const:BLOCK_K": 32,
@@ -55,6 +60,7 @@ EXPECTED = {
         "kernel:matmul_kernel:launch_order": "row-major", "kernel:matmul_kernel:k_mask": "masked",
         "loop:matmul_kernel:0:unroll": 1,
         "kernel:matmul_kernel:eviction_policy": "", "kernel:matmul_kernel:cache_modifier": "",
+        "kernel:matmul_kernel:grid": "one program per tile",
     },
 }
 
@@ -304,7 +310,7 @@ def test_unusual_sources_are_survived():
 
 # --- correctness on the CPU interpreter ---------------------------------------------------------------------
 KINDS = ("block", "num_warps", "num_stages", "unroll", "eviction_policy", "cache_modifier", "launch_order", "group",
-         "k_mask")
+         "k_mask", "grid")
 
 
 def sample_candidates(seed: int = 7) -> list[tuple[str, str, str]]:

@@ -10,6 +10,8 @@ without changing what the program computes:
   (swizzled) one with a GROUP_M constexpr, which then is a knob of its own;
 * a reduction loop's bounds mask, made a constant where K is a multiple of the loop's block (an EVEN_K
   guard at launch keeps the masked loop for other shapes);
+* the grid of a kernel launched with one program per tile (a 1-D grid): made persistent, one program per
+  SM looping over the tiles in the kernel's own order (the body runs per tile as it did per program);
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -24,8 +26,8 @@ it changes, found from the AST's line/column offsets; every other byte of the so
 No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton's version).
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
-bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order` and `even_k`
-(the knob families), `constraints` (the sanity bounds).
+bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k` and
+`persistent` (the knob families), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The analysis of one source: its kernels and launches, read once from the AST, and the public API
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
-The knob families (`families`, `launch_order`) and the sanity bounds (`constraints`) are mixins of
-Analysis: each finds its knobs or bounds from what discovery here recorded.
+The knob families (`families`, `launch_order`, `even_k`, `persistent`) and the sanity bounds
+(`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from kernel_tui.core.proposers.transforms.knobs import (
 )
 from kernel_tui.core.proposers.transforms.launch_order import GroupedLaunchOrder
 from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
+from kernel_tui.core.proposers.transforms.persistent import PersistentGrid
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
 
 
-class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, SanityBounds):
+class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -68,6 +69,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, SanityBounds):
             self._unroll_knobs()
             self._launch_order_knobs()
             self._even_k_knobs()
+            self._persistent_grid_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -141,6 +143,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, SanityBounds):
         if knob.kind == "k_mask":
             where = f" of {knob.label}" if self._kernel_count() > 1 else ""
             return f"unmasked K loop{where} when K is a multiple of its block (EVEN_K guard at launch)"
+        if knob.kind == "grid":
+            where = f" ({knob.label})" if self._kernel_count() > 1 else ""
+            return f"persistent grid over the SMs{where}: one program per SM loops over the tiles"
         if knob.kind in ("eviction_policy", "cache_modifier"):
             where = f"on loads of {knob.label}" if self._kernel_count() > 1 else "on loads"
             if knob.value == "":
@@ -242,8 +247,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, SanityBounds):
                 assigns.append(([x.id for t in n.targets for x in self._walk(t) if isinstance(x, ast.Name)], n.value))
             elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and n.value is not None:
                 assigns.append(([x.id for x in self._walk(n.target) if isinstance(x, ast.Name)], n.value))
-            elif isinstance(n, ast.For):
-                loop_taint |= {x.id for x in self._walk(n.target) if isinstance(x, ast.Name)}
+            elif isinstance(n, ast.For):  # a loop over tiles (a persistent kernel's) walks program ids
+                over_tiles = any(isinstance(c, ast.Call) and self._is_tl(c.func, "program_id") for c in self._walk(n.iter))
+                (pid_taint if over_tiles else loop_taint).update(x.id for x in self._walk(n.target) if isinstance(x, ast.Name))
 
         def has_call(expr: ast.AST, *names: str) -> bool:
             return any(isinstance(c, ast.Call) and self._is_tl(c.func, *names) for c in self._walk(expr))

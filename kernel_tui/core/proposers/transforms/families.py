@@ -55,6 +55,7 @@ class KnobFamilies:
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
         def _names(self, node: ast.AST) -> set[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
+        def _persistent_loop(self, k: Kernel) -> ast.For | None: ...
 
     # --- block and tiling constants -----------------------------------------------------------------
     def _param_kind(self, k: Kernel, param: str) -> str | None:
@@ -252,7 +253,8 @@ class KnobFamilies:
         if not self.allow_unroll or self.tl is None:
             return
         for k in self.kernels.values():
-            loops = [n for n in self._walk(k.node) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)]
+            tiles = self._persistent_loop(k)  # the loop over tiles is no loop of the kernel's work: the ids stay
+            loops = [n for n in self._walk(k.node) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and n is not tiles]
             loops.sort(key=lambda n: (n.lineno, n.col_offset))
             for i, loop in enumerate(loops):
                 call = loop.iter

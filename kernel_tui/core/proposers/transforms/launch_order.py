@@ -3,7 +3,7 @@
 
 A structural edit, unlike the other knobs' literals: offered only where the whole pattern is recognised
 (one launch, pid // num_pid_n and pid % num_pid_n, a cdiv, a masked row extent) and no name it adds is
-taken.
+taken. In a persistent kernel (persistent.py) the mapping is read in the loop over tiles, from the tile's id.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class GroupedLaunchOrder:
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
         def _param_kind(self, k: Kernel, param: str) -> str | None: ...
+        def _names(self, node: ast.AST) -> set[str]: ...
+        def _persistent_loop(self, k: Kernel) -> ast.For | None: ...
 
     def _launch_order_knobs(self) -> None:
         for k in self.kernels.values():
@@ -67,7 +69,9 @@ class GroupedLaunchOrder:
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or not a.args:
             return None
         used = {n.id for n in self._walk(k.node) if isinstance(n, ast.Name)} | set(k.params)
-        body = k.node.body
+        tiles = self._persistent_loop(k)  # a persistent kernel maps each tile's id in its loop over tiles
+        body = k.node.body if tiles is None else tiles.body
+        tile_id = tiles.target.id if tiles is not None and isinstance(tiles.target, ast.Name) else None
         defs: dict[str, ast.AST] = {}
         for i, stmt in enumerate(body):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -79,7 +83,8 @@ class GroupedLaunchOrder:
                 continue
             first, second, pid, pid_m, pid_n, npn = pair
             pid_def = defs.get(pid)
-            if pid_def is None or not any(isinstance(c, ast.Call) and self._is_tl(c.func, "program_id") for c in self._walk(pid_def)):
+            if pid_def is None or not (tile_id in self._names(pid_def) or any(
+                    isinstance(c, ast.Call) and self._is_tl(c.func, "program_id") for c in self._walk(pid_def))):
                 return None
             npn_def = defs.get(npn)
             cdiv = self._cdiv_parts(npn_def) if npn_def is not None else None
