@@ -74,3 +74,13 @@ class RunControl:
         self.cancel.set()
         with self._cond:
             self._cond.notify_all()
+
+
+def budget_note(total: int, used: int, saved: int | None, given: int | None) -> str:
+    """One line on the budget as a run starts: --max-steps is the workspace's total of rounds, not more rounds
+    on resume (a budget of 4 cut to 1 by `--max-steps 1` on resume surprised a user)."""
+    line = f"budget: {total} rounds in total for this workspace, {used} run, {max(0, total - used)} to go"
+    if given is not None and saved is not None and given != saved:
+        line += (f" (--max-steps {given} replaced the budget of {saved}; it is the total, rounds already run "
+                 f"count: for K more rounds pass --max-steps {used}+K)")
+    return line

@@ -43,7 +43,7 @@ from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for
 from kernel_tui.core.profile.store import stored as stored_profile
 from kernel_tui.core.proposers.base import Feedback, Proposer, ProposerContext
 from kernel_tui.core.records import AgentStatus, Preflight, ProposerInfo, RunSummary, TrajectoryLine
-from kernel_tui.core.run_control import RunControl
+from kernel_tui.core.run_control import RunControl, budget_note
 from kernel_tui.core.verdicts import counts, label, run_status_label, verdict_category
 from kernel_tui.core.workspace import Workspace
 
@@ -497,13 +497,3 @@ class Session:
         self.on_event(FinishedEvent(summary=summary, text=f"{run_status_label(status.status)}: {summary.accepted} accepted "
                                     f"of {summary.rounds}; {comparison.reason}"))
         return summary
-
-
-def budget_note(total: int, used: int, saved: int | None, given: int | None) -> str:
-    """One line on the budget as a run starts: --max-steps is the workspace's total of rounds, not more rounds
-    on resume (a budget of 4 cut to 1 by `--max-steps 1` on resume surprised a user)."""
-    line = f"budget: {total} rounds in total for this workspace, {used} run, {max(0, total - used)} to go"
-    if given is not None and saved is not None and given != saved:
-        line += (f" (--max-steps {given} replaced the budget of {saved}; it is the total, rounds already run "
-                 f"count: for K more rounds pass --max-steps {used}+K)")
-    return line

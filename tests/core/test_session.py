@@ -221,7 +221,7 @@ def test_a_committed_unjudged_round_is_judged_on_resume_even_with_a_smaller_budg
 
 
 def test_the_budget_line_says_max_steps_is_a_total_and_how_to_ask_for_more():
-    from kernel_tui.core.session import budget_note
+    from kernel_tui.core.run_control import budget_note
 
     assert budget_note(4, 0, None, None) == "budget: 4 rounds in total for this workspace, 0 run, 4 to go"
     cut = budget_note(1, 2, 4, 1)  # resumed with --max-steps 1 after 2 of 4 rounds

@@ -58,6 +58,7 @@ from collections.abc import Callable
 
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, ProposerContext
+from kernel_tui.core.proposers.occupancy import at_occupancy
 from kernel_tui.core.proposers.search_model import ValueModel
 from kernel_tui.core.proposers.search_refusals import Refusals, legacy_moves
 from kernel_tui.core.proposers.search_steps import (
@@ -200,8 +201,10 @@ class SearchProposer(SearchSteps):
             chosen = candidates[choose(scores, min(1.0, self.step / self.budget_hint), self.rng)]
             if self.resources is None or checks >= MAX_RESOURCE_CHECKS:
                 break
-            problem = resource_problem(self.resources(chosen.source))
+            facts = self.resources(chosen.source)
+            problem = resource_problem(facts)
             if problem is None:
+                chosen = at_occupancy(chosen, facts)
                 break
             # no round is spent on it: the compiler's facts already say it cannot be fast here
             checks += 1

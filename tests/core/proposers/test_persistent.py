@@ -37,7 +37,7 @@ def test_the_matmul_becomes_a_loop_over_its_tiles_once():
     (action,) = grid_actions(src)
     assert "grid" in STRUCTURAL_KINDS
     assert (action.knob, action.old, action.new) == ("kernel:matmul_kernel:grid", "one program per tile", "persistent")
-    assert action.change == "persistent grid over the SMs: one program per SM loops over the tiles"
+    assert action.change == "persistent grid over the SMs: programs loop over the tiles, one per SM"
     out = analyze(src).apply(action)
     assert "    BLOCK_K: tl.constexpr,\n    num_tiles,\n):\n" in out
     assert ("    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0)):\n"
@@ -147,6 +147,57 @@ def test_the_program_count_is_at_most_the_tiles_and_a_few_on_the_cpu(tmp_path):
     assert module.persistent_programs(on_cpu, 1000) == CPU_PROGRAMS
     assert module.persistent_programs(on_cpu, 2) == 2
     assert module.NUM_SMS == {}  # no GPU asked
+
+
+def test_the_launch_runs_programs_per_sm_on_each_sm_and_the_count_is_no_knob():
+    from kernel_tui.core.proposers.transforms.persistent import programs_per_sm, with_programs_per_sm
+
+    out = persistent(baseline("matmul"))
+    assert "\nPROGRAMS_PER_SM = 1  # " in out and "NUM_SMS[device.index] * PROGRAMS_PER_SM)" in out
+    assert programs_per_sm(out) is not None and programs_per_sm(out)[0] == 1
+    assert not any("PROGRAMS_PER_SM" in k for k in analyze(out).knobs)  # derived, adds no states to the search
+    four = with_programs_per_sm(out, 4)
+    assert four is not None and "\nPROGRAMS_PER_SM = 4  # " in four and programs_per_sm(four)[0] == 4
+    assert with_programs_per_sm(baseline("matmul"), 4) is None
+
+
+def facts(name: str, blocks: int):
+    from kernel_tui.core.evaluator.kernel_facts import KernelFacts
+
+    return KernelFacts(name=name, registers=72, spills=0, shared_bytes=16384, num_warps=4, num_stages=2,
+                       blocks_per_sm=blocks, occupancy=blocks / 16, limited_by="registers")
+
+
+def grid_candidate(source: str):
+    from kernel_tui.core.proposers.search_steps import Candidate
+
+    a = analyze(source)
+    (action,) = [x for x in a.actions() if x.kind == "grid"]
+    out = a.apply(action)
+    return Candidate(key=action.key, parts=(action.key,), moves=frozenset(), change=action.change, source=out,
+                     after=a.assignment_after(action))
+
+
+def test_a_persistent_grid_runs_at_the_kernels_blocks_per_sm():
+    """One program per SM ran the fixture's 7-blocks-per-SM matmul 6x slower on an H200: a candidate with a
+    persistent kernel runs as many programs per SM as the compiler says its blocks fit there."""
+    from dataclasses import replace
+
+    from kernel_tui.core.proposers.occupancy import at_occupancy
+
+    c = grid_candidate(baseline("matmul"))
+    full = at_occupancy(c, [facts("matmul_kernel", 7)])
+    assert "\nPROGRAMS_PER_SM = 7  # " in full.source
+    assert full.change == "persistent grid over the SMs: programs loop over the tiles, 7 per SM (the kernel's 7 blocks per SM)"
+    assert at_occupancy(c, [facts("matmul_kernel", 1)]) == c  # a tile that fills its SM: one
+    assert at_occupancy(c, []) == c  # no facts (the interpreter): as rewritten
+    # a later move of an already persistent kernel (its tiles, say) follows the new kernel's occupancy
+    later = replace(full, change="BLOCK_M 64 → 128")
+    moved = at_occupancy(later, [facts("matmul_kernel", 2)])
+    assert "\nPROGRAMS_PER_SM = 2  # " in moved.source
+    assert moved.change == "BLOCK_M 64 → 128; persistent programs per SM 7 → 2 (the kernel's blocks per SM)"
+    plain = replace(c, source=baseline("matmul"))
+    assert at_occupancy(plain, [facts("matmul_kernel", 7)]) == plain  # no persistent kernel: nothing to set
 
 
 @pytest.mark.slow

@@ -173,7 +173,7 @@ def test_change_texts_name_the_transformation():
     pattern = re.compile(
         r"^((block_\w+|group_m|num_warps|num_stages|loop_unroll_factor) \S+ → \S+( \(.+\))?"
         r"|grouped launch order GROUP_M=\d+"
-        r"|persistent grid over the SMs( \(.+\))?: one program per SM loops over the tiles"
+        r"|persistent grid over the SMs( \(.+\))?: programs loop over the tiles, one per SM"
         r"|(eviction_policy|cache_modifier) (\S+ → )?\S+ on loads)(, then .+)?$")
     for name in ("vector_add", "matmul", "rmsnorm"):
         sim = Simulation(name, lambda a: 1.0, SearchProposer(seed=2))

@@ -28,7 +28,7 @@ from kernel_tui.core.proposers.transforms.knobs import (
 )
 from kernel_tui.core.proposers.transforms.launch_order import GroupedLaunchOrder
 from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
-from kernel_tui.core.proposers.transforms.persistent import PersistentGrid
+from kernel_tui.core.proposers.transforms.persistent import ONE_PER_SM, PersistentGrid
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
 
 
@@ -138,6 +138,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
         return apply_edits(self.source, self._editors[action.knob](action.new))
 
     def describe(self, knob: Knob, new: int | str) -> str:
+
         if knob.kind == "launch_order":
             return f"grouped launch order GROUP_M={DEFAULT_GROUP}"
         if knob.kind == "k_mask":
@@ -145,7 +146,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
             return f"unmasked K loop{where} when K is a multiple of its block (EVEN_K guard at launch)"
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
-            return f"persistent grid over the SMs{where}: one program per SM loops over the tiles"
+            return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"
         if knob.kind in ("eviction_policy", "cache_modifier"):
             where = f"on loads of {knob.label}" if self._kernel_count() > 1 else "on loads"
             if knob.value == "":

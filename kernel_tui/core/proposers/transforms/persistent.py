@@ -49,7 +49,13 @@ PERSISTENT = "persistent"
 # costs no time there; fewer than the tiles of most shapes, so that each program loops (and the loop is tested).
 CPU_PROGRAMS = 3
 # The names the edit adds; none may be taken anywhere in the source.
-FRESH_NAMES = ("tile_id", "num_tiles", "NUM_SMS", "persistent_programs")
+FRESH_NAMES = ("tile_id", "num_tiles", "NUM_SMS", "PROGRAMS_PER_SM", "persistent_programs")
+# Programs per SM of a persistent launch: a kernel whose blocks fit several to an SM (a small tile: 7 per SM
+# for 64×64 fp16 tiles with 4 warps on an H200) needs as many programs per SM to keep the SM's slots full; one
+# per SM ran that kernel 6× slower. Not a knob the search moves: it follows the compiled kernel's blocks per
+# SM in every candidate (occupancy.py), as EVEN_K follows the block it guards.
+PROGRAMS_PER_SM = "PROGRAMS_PER_SM"
+ONE_PER_SM = "one per SM"  # how a grid move's text ends: occupancy.py says the count it sets instead
 # Calls whose first argument (or `base=`) is an address: the roots of one are the kernel's tensors.
 ADDRESS_FUNCS = ("load", "store", "make_block_ptr", "make_tensor_descriptor", "advance", "multiple_of",
                  "max_contiguous", "max_constancy", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg",
@@ -57,17 +63,18 @@ ADDRESS_FUNCS = ("load", "store", "make_block_ptr", "make_tensor_descriptor", "a
 SCALAR_ANNOTATIONS = {"int", "float", "bool"}
 
 HELPER = '''NUM_SMS = {{}}  # streaming multiprocessors per CUDA device index, read at its first persistent launch
+PROGRAMS_PER_SM = 1  # programs of a persistent launch on each SM: as many as its blocks that fit on one
 
 
 def persistent_programs(tensor, tiles):
-    """The programs of a persistent launch on `tensor`'s device: one per streaming multiprocessor, never more
-    than the tiles; {cpu} on the CPU, where Triton's interpreter runs the programs one after another."""
+    """The programs of a persistent launch on `tensor`'s device: PROGRAMS_PER_SM per streaming multiprocessor,
+    never more than the tiles; {cpu} on the CPU, where Triton's interpreter runs the programs one after another."""
     device = tensor.device
     if device.type != "cuda":
         return min(tiles, {cpu})
     if device.index not in NUM_SMS:
         NUM_SMS[device.index] = {torch}.cuda.get_device_properties(device).multi_processor_count
-    return min(tiles, NUM_SMS[device.index])
+    return min(tiles, NUM_SMS[device.index] * PROGRAMS_PER_SM)
 '''
 
 
@@ -294,3 +301,27 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         return body[1:]
     return body
+
+
+def programs_per_sm(source: str) -> tuple[int, tuple[int, int]] | None:
+    """The module's `PROGRAMS_PER_SM = <int>` (bound once, at its top level): its value and its span."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found = [node for node in tree.body if isinstance(node, ast.Assign) and len(node.targets) == 1
+             and isinstance(node.targets[0], ast.Name) and node.targets[0].id == PROGRAMS_PER_SM]
+    value = int_value(found[0].value) if len(found) == 1 else None
+    if value is None:
+        return None
+    text = SourceText(source)
+    return value, (text.start(found[0].value), text.end(found[0].value))
+
+
+def with_programs_per_sm(source: str, value: int) -> str | None:
+    """The source with PROGRAMS_PER_SM set to `value` (None where it holds no such binding)."""
+    found = programs_per_sm(source)
+    if found is None:
+        return None
+    start, end = found[1]
+    return source[:start] + str(value) + source[end:]
