@@ -375,12 +375,13 @@ class Session:
         """`measured`: the figures the proposer learns from when they are not the verdict's own (a batch's
         re-gated candidate: its step is measured against the incumbent it was proposed from)."""
         improvement, latency, incumbent_latency = line.improvement, line.latency, line.incumbent_latency
+        ci_low = line.ci_low
         if measured is not None and measured.verdict is not None:
             improvement, latency = measured.verdict.improvement, measured.candidate_seconds
-            incumbent_latency = measured.incumbent_seconds
+            incumbent_latency, ci_low = measured.incumbent_seconds, measured.verdict.ci_low
         self.proposer.feedback(Feedback(
             round=line.round, status=line.status, accepted=line.accepted, reason=line.reason,
-            improvement=improvement, latency=latency, incumbent_latency=incumbent_latency,
+            improvement=improvement, ci_low=ci_low, latency=latency, incumbent_latency=incumbent_latency,
             rejected_by_person=rejected_by_person, edited_source=edited_source,
             kernels=[k.summary() for k in line.kernels],
             profile=summary_lines(profiled.profile) if profiled is not None and profiled.profile is not None else [],

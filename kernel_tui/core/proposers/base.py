@@ -47,6 +47,7 @@ class Feedback(BaseModel):
     accepted: bool
     reason: str
     improvement: float | None = None
+    ci_low: float | None = None  # the lower bound of the gate's interval for the improvement
     latency: float | None = None
     incumbent_latency: float | None = None
     rejected_by_person: bool = False

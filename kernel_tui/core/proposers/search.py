@@ -35,6 +35,10 @@ state (the γ · max_a' Q(s', a') part of the value, made real), so that two kno
 (a larger block that needs more warps) are no dead end. Only when those are spent too does `propose`
 return None.
 
+Small true gains add up (`search_chains`): a single step the gate turned down although its interval was
+above 0 (faster, but by less than the task's minimum) is kept as a small gain of its state; two of one state,
+on different knobs, are proposed together as one candidate said to be a chain, before any other step.
+
 Never the same (state, action) twice, never a source already tried (hashes of every proposed,
 edited, baseline and best source), and never again in the run a change the person rejected: the same
 knob moves between the same values, from any incumbent, alone or as a step of a two-step proposal
@@ -59,8 +63,17 @@ from collections.abc import Callable
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, ProposerContext
 from kernel_tui.core.proposers.occupancy import at_occupancy
+from kernel_tui.core.proposers.search_chains import (
+    SmallGain,
+    action_for,
+    chain_pairs,
+    chain_text,
+    gains_from_state,
+    gains_state,
+    is_small_gain,
+)
 from kernel_tui.core.proposers.search_model import ValueModel
-from kernel_tui.core.proposers.search_refusals import Refusals, legacy_moves
+from kernel_tui.core.proposers.search_refusals import Refusals, legacy_moves, moves_of
 from kernel_tui.core.proposers.search_steps import (
     BOTTLENECK_PRIOR,
     FAVOURED_KINDS,
@@ -151,6 +164,7 @@ class SearchProposer(SearchSteps):
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
         self.outcomes: dict[str, list[int]] = {}  # action key -> [passed, failed]
         self.refused = Refusals()  # the person's rejections, as knob moves never proposed again
+        self.small_gains: list[SmallGain] = []  # steps surely faster but under the gate's minimum (search_chains)
         self.interpreter = False  # the current proposal's device is Triton's CPU interpreter
         self._said_ignored: set[str] = set()
         # round (as text: JSON keys) -> the step proposed in it, until its feedback; several in a batch
@@ -193,7 +207,9 @@ class SearchProposer(SearchSteps):
         while True:
             # built again after each skip: the skipped pick is tried now, and when it was the last one-step
             # (or favoured) move, the wider set is what is left, not nothing
-            candidates = self._local_first(analysis, self._favoured_first(self._candidates(analysis, skey)))
+            chain = self._chain(analysis, skey)  # small true gains add up: before anything else
+            candidates = [chain] if chain is not None else self._local_first(
+                analysis, self._favoured_first(self._candidates(analysis, skey)))
             if not candidates:
                 self.pending.pop(str(context.round), None)
                 return None
@@ -240,6 +256,11 @@ class SearchProposer(SearchSteps):
                 counts[0 if passed else 1] += 1
         if passed and not feedback.accepted and not feedback.rejected_by_person and feedback.edited_source is None:
             self._note_turned_down(pending)
+            parts = pending.get("parts") or [pending["a"]]
+            if len(parts) == 1 and is_small_gain(feedback.accepted, passed, feedback.improvement, feedback.ci_low):
+                assert feedback.improvement is not None and feedback.ci_low is not None
+                self.small_gains.append(SmallGain(state=pending["s"], part=parts[0],
+                                                  improvement=feedback.improvement, ci_low=feedback.ci_low))
         if feedback.edited_source is not None:  # the measurement is of the person's program, not ours
             if passed:
                 edited = self._analyze_source(feedback.edited_source)
@@ -280,6 +301,7 @@ class SearchProposer(SearchSteps):
             "kinds": self.model.kinds,
             "dot_knobs": sorted(self.model.dot_knobs),
             "turned_down": self.turned_down,
+            "small_gains": gains_state(self.small_gains),
         }
         return json.loads(json.dumps(state))  # a snapshot: later steps do not change it
 
@@ -307,7 +329,27 @@ class SearchProposer(SearchSteps):
         self.pending = {str(saved.get("round", 0)): saved} if "s" in saved else dict(saved)
         self.bottleneck = state.get("bottleneck")
         self.turned_down = {k: list(v) for k, v in (state.get("turned_down") or {}).items()}
+        self.small_gains = gains_from_state(state.get("small_gains"))
         self.model = ValueModel.from_state(state)
+
+    def _chain(self, analysis: Analysis, skey: str) -> Candidate | None:
+        """Two small gains of this state as one candidate (search_chains), where both still apply."""
+        for a, b in chain_pairs(self.small_gains, skey, self.tried_pairs):
+            first = action_for(analysis, a.part)
+            if first is None:
+                continue
+            middle = self._analyze(analysis.apply(first))
+            second = action_for(middle, b.part)
+            if second is None or self.refused.blocking(moves_of(first, second)) is not None:
+                continue
+            source = middle.apply(second)
+            if source_hash(source) in self.tried_sources:
+                continue
+            self.model.register(middle)
+            return Candidate(key=f"{a.part}+{b.part}", parts=(a.part, b.part), moves=moves_of(first, second),
+                             change=chain_text(first, second, a, b), source=source,
+                             after=middle.assignment_after(second))
+        return None
 
     # --- values (the candidates are SearchSteps'; the backup and the choice, search_values') ---------------
     def _penalty(self, akey: str) -> float:
