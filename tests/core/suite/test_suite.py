@@ -266,6 +266,23 @@ def test_the_compile_side_never_runs_nvcc(monkeypatch):
     assert comment.startswith("# CUDA toolkit version not queried") and comment.endswith("\n")
 
 
+def test_the_compile_sides_inductor_cache_outlives_its_process(monkeypatch, tmp_path):
+    """Inductor's caches go beside the side's own Triton cache (kept across the scoring's fresh processes, and
+    writable by that side alone), not into the process's fresh folder where each process compiled anew."""
+    import os
+
+    import torch._dynamo.repro.after_aot as after_aot
+
+    monkeypatch.setattr(after_aot, "_cuda_system_info_comment", after_aot._cuda_system_info_comment)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "set")  # recorded, so that the source's own setting is undone
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "incumbent-0123"))
+    namespace: dict = {"__name__": "kt_compile"}
+    exec(compile(pytorch_source(load_task(FIXTURES / "vector_add"), "compile"), "compile.py", "exec"), namespace)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "incumbent-0123" / "inductor")
+
+
 # --- scoring, with every number known ----------------------------------------------------------------
 
 
