@@ -226,6 +226,18 @@ def test_no_libdevice_name_reaches_an_escape(module):
     assert len(seen) < MAX_NODES, "the walk stopped before it saw everything"
 
 
+def test_set_allocator_is_a_plain_function_that_reaches_no_escape():
+    """triton.set_allocator, allowed for the scratch memory of a kernel's tensor descriptors: a plain function
+    (its globals only through a dunder, refused wherever it appears), and a candidate may call it."""
+    triton = importlib.import_module("triton")
+    assert isinstance(triton.set_allocator, types.FunctionType)
+    assert _value_walk(triton.set_allocator, {}) == []
+    src = HEADER + KERNEL + "    triton.set_allocator(scratch)\n\n\ndef scratch(size, alignment, stream):\n" \
+        '    return torch.empty(size, device="cuda", dtype=torch.int8)\n'
+    assert check(src).ok, check(src).summary()
+    assert "dunder-access" in {v.rule for v in check(HEADER + KERNEL + "    g = triton.set_allocator.__globals__\n").violations}
+
+
 def test_every_allowed_class_is_on_the_class_list():
     """typing's classes are type expressions and stay free; every other class may only be called or annotated."""
     classes = {path for path, obj in _resolved_allowed_paths() if isinstance(obj, type) and not path.startswith("typing.")}

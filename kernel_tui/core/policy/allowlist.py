@@ -18,7 +18,10 @@ torch.Tensor (in host code called where it is named, never held); the same test 
 installed torch and triton.
 """
 
-TRITON_NAMES = ("Config", "autotune", "cdiv", "heuristics", "jit", "language", "next_power_of_2")
+# set_allocator: the global scratch memory that a kernel's device-side tensor descriptors (tl.make_tensor_descriptor)
+# need, asked for at launch from the allocator it sets; a plain function that takes the candidate's own callable
+# and holds it for the candidate's own launches, in the candidate's process. Nothing else of triton.runtime.
+TRITON_NAMES = ("Config", "autotune", "cdiv", "heuristics", "jit", "language", "next_power_of_2", "set_allocator")
 
 TRITON_LANGUAGE_NAMES = (
     "PropagateNan", "TRITON_MAX_TENSOR_NUMEL", "abs", "add", "aggregate_replace", "arange", "argmax",

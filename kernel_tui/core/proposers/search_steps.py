@@ -29,14 +29,16 @@ TOO_FAR = -math.log(1.2)
 # What the incumbent's bottleneck (ProposerContext.bottleneck) makes worth trying first. Memory-bound: more
 # bytes in flight and kinder caching; compute-bound: tiles, pipelining and warps; latency-bound: more work
 # in flight per SM; for the last two also the persistent grid (no launch and scheduling cost per tile, one
-# tile's loads overlapping the previous tile's epilogue). Steps of only these kinds are the candidates while
+# tile's loads overlapping the previous tile's epilogue); compute-bound also the tensor-descriptor loads (TMA
+# moves the tl.dot tiles, freeing the registers and issue slots their addresses took). Steps of only these kinds are the candidates while
 # any is left (a prior alone lost to the optimism every untried step gets: 6 of 25 rounds of the live H200
 # matmul went to load hints); after that, BOTTLENECK_PRIOR, small beside what one measurement teaches
 # (search_model.NOISE_SD), favours the steps with more favoured parts (a two-step proposal with one).
 BOTTLENECK_PRIOR = 0.03
 FAVOURED_KINDS = {
     "memory": {"block", "eviction_policy", "cache_modifier", "num_warps", "k_mask"},
-    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask", "grid"},
+    "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask", "grid",
+                "loads"},
     "latency": {"num_warps", "num_stages", "block", "unroll", "grid"},
 }
 
@@ -46,9 +48,10 @@ FAVOURED_KINDS = {
 # arguments (loop_unroll_factor), and tl.dot is np.matmul whatever its input_precision. A step of only these
 # measures noise there: of a new user's 16 rounds on the interpreter, 6 went to warps and load hints. The
 # persistent grid is one with them: the interpreter runs a launch's programs one after another, so one program
-# per SM looping over the tiles does the same work there as one program per tile.
+# per SM looping over the tiles does the same work there as one program per tile. So are the tensor-descriptor
+# loads: the interpreter gathers a descriptor's tile with numpy as it does a pointer load's, no TMA unit.
 INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll",
-                                 "input_precision", "grid"})
+                                 "input_precision", "grid", "loads"})
 
 
 def _couples(action: Action, ratio: float) -> bool:

@@ -60,7 +60,7 @@ EXPECTED = {
         "kernel:matmul_kernel:launch_order": "row-major", "kernel:matmul_kernel:k_mask": "masked",
         "loop:matmul_kernel:0:unroll": 1,
         "kernel:matmul_kernel:eviction_policy": "", "kernel:matmul_kernel:cache_modifier": "",
-        "kernel:matmul_kernel:grid": "one program per tile",
+        "kernel:matmul_kernel:grid": "one program per tile", "kernel:matmul_kernel:loads": "pointers",
     },
 }
 
@@ -310,7 +310,7 @@ def test_unusual_sources_are_survived():
 
 # --- correctness on the CPU interpreter ---------------------------------------------------------------------
 KINDS = ("block", "num_warps", "num_stages", "unroll", "eviction_policy", "cache_modifier", "launch_order", "group",
-         "k_mask", "grid")
+         "k_mask", "grid", "loads")
 
 
 def sample_candidates(seed: int = 7) -> list[tuple[str, str, str]]:

@@ -12,6 +12,9 @@ without changing what the program computes:
   guard at launch keeps the masked loop for other shapes);
 * the grid of a kernel launched with one program per tile (a 1-D grid): made persistent, one program per
   SM looping over the tiles in the kernel's own order (the body runs per tile as it did per program);
+* the masked pointer loads of a tl.dot kernel's A and B tiles: loads through tensor descriptors (TMA on
+  Hopper), which read out-of-bounds elements as zero as the masks did (a USE_TMA guard at launch keeps the
+  pointer loads for layouts TMA cannot address);
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -26,8 +29,8 @@ it changes, found from the AST's line/column offsets; every other byte of the so
 No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton's version).
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
-bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k` and
-`persistent` (the knob families), `constraints` (the sanity bounds).
+bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
+`persistent` and `tensor_descriptors` (the knob families), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The analysis of one source: its kernels and launches, read once from the AST, and the public API
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
-The knob families (`families`, `launch_order`, `even_k`, `persistent`) and the sanity bounds
+The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`) and the sanity bounds
 (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
@@ -29,10 +29,11 @@ from kernel_tui.core.proposers.transforms.knobs import (
 from kernel_tui.core.proposers.transforms.launch_order import GroupedLaunchOrder
 from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
 from kernel_tui.core.proposers.transforms.persistent import ONE_PER_SM, PersistentGrid
+from kernel_tui.core.proposers.transforms.tensor_descriptors import TensorDescriptorLoads
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
 
 
-class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, SanityBounds):
+class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -70,6 +71,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
             self._launch_order_knobs()
             self._even_k_knobs()
             self._persistent_grid_knobs()
+            self._tensor_descriptor_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -147,6 +149,9 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
             return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"
+        if knob.kind == "loads":
+            where = f" of {knob.label}" if self._kernel_count() > 1 else ""
+            return f"tl.dot operands{where} loaded through tensor descriptors (TMA; USE_TMA guard at launch)"
         if knob.kind in ("eviction_policy", "cache_modifier"):
             where = f"on loads of {knob.label}" if self._kernel_count() > 1 else "on loads"
             if knob.value == "":
@@ -272,6 +277,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
 
         candidates = set(k.constexpr) | {n for n in self.consts if n not in k.params}
         roles: dict[str, set[str]] = {c: set() for c in candidates}
+        descriptors, pointers = self._tma_branches(k)  # tensor_descriptors.py's guarded loads
 
         def note(expr: ast.AST, role: str) -> None:
             for name in self._names(expr) & candidates:
@@ -286,13 +292,15 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Sani
                     k.has_dot = True
                     if self._is_tl(n.func, "dot"):
                         k.dots.append(n)
-                if self._is_tl(n.func, "make_block_ptr", "make_tensor_descriptor"):
+                # the guarded descriptors (tensor_descriptors.py) read out-of-bounds elements as zero, as the masked
+                # loads they stand for did; another kernel's descriptors or block pointers: its blocks only shrink
+                if self._is_tl(n.func, "make_block_ptr", "make_tensor_descriptor") and id(n) not in descriptors:
                     k.unmasked = True
                 if isinstance(n.func, ast.Name) and n.func.id == "min":
                     for a in n.args:
                         note(a, "min")
                 if self._is_tl(n.func, "load", "store"):
-                    if self._is_tl(n.func, "load"):
+                    if self._is_tl(n.func, "load") and id(n) not in pointers:  # not the loads for where TMA can't
                         k.loads.append(n)
                     masked = len(n.args) >= (2 if self._is_tl(n.func, "load") else 3) or any(
                         kw.arg in ("mask", "boundary_check") for kw in n.keywords)

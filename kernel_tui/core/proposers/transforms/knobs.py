@@ -33,9 +33,11 @@ OPERAND_BYTES = 2  # fp16/bf16 tiles staged in shared memory
 MIN_TRITON_FOR_UNROLL = (3, 2)  # tl.range(..., loop_unroll_factor=)
 
 # Knobs whose change rewrites code rather than a literal: the source is analysed afresh after one
-STRUCTURAL_KINDS = frozenset({"launch_order", "k_mask", "grid"})
+STRUCTURAL_KINDS = frozenset({"launch_order", "k_mask", "grid", "loads"})
 # the constexpr the unmasked K loop adds (even_k.py), computed at launch from the block it guards
 EVEN_K_GUARD = "EVEN_K"
+# the constexpr the tensor-descriptor loads add (tensor_descriptors.py), computed at launch from the operands' layout
+TMA_GUARD = "USE_TMA"
 
 LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "grid", "warmup"}
 
@@ -58,7 +60,7 @@ def triton_supports_unroll() -> bool:
 class Knob:
     id: str  # stable across edits: const:BLOCK_SIZE, launch:add_kernel:0:num_warps, kernel:k:eviction_policy
     kind: str  # block, factor, group, num_warps, num_stages, unroll, eviction_policy, cache_modifier, launch_order,
-    # k_mask, grid
+    # k_mask, grid, loads
     label: str  # how the change text names it
     value: int | str
     domain: tuple  # the values it may take (the assignment's constraints come on top)
