@@ -39,6 +39,10 @@ FAVOURED_KINDS = {
     "compute": {"block", "num_stages", "num_warps", "group", "launch_order", "input_precision", "k_mask", "grid"},
     "latency": {"num_warps", "num_stages", "block", "unroll", "grid"},
 }
+# Split-K (split_k.py) for both: more programs per output tile where the tiles are too few to fill the SMs; a
+# kernel bound by latency with a small grid is its case (small M·N, long K), as its change text says.
+FAVOURED_KINDS["compute"] |= {"split_k"}
+FAVOURED_KINDS["latency"] |= {"split_k", "splits"}
 
 
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
@@ -49,6 +53,10 @@ FAVOURED_KINDS = {
 # per SM looping over the tiles does the same work there as one program per tile.
 INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll",
                                  "input_precision", "grid"})
+# Split-K too, and its count: it gains by running a tile's share of K on more SMs at once, and the interpreter runs
+# the programs one after another, so the same multiply-adds cost the same there, plus each split's store and the
+# reduction pass: always a little slower, whatever it would do on a GPU.
+INTERPRETER_IGNORES |= {"split_k", "splits"}
 
 
 def _couples(action: Action, ratio: float) -> bool:

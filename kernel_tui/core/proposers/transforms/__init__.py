@@ -12,6 +12,9 @@ without changing what the program computes:
   guard at launch keeps the masked loop for other shapes);
 * the grid of a kernel launched with one program per tile (a 1-D grid): made persistent, one program per
   SM looping over the tiles in the kernel's own order (the body runs per tile as it did per program);
+* the K loop of a tl.dot kernel launched with one program per tile: split K ways, SPLIT_K programs per tile
+  each summing every SPLIT_K-th block of K into an fp32 partial, added in split order by a second kernel
+  (deterministic); SPLIT_K then is a knob of its own;
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -27,7 +30,7 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k` and
-`persistent` (the knob families), `constraints` (the sanity bounds).
+`persistent`, `split_k` (the knob families), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

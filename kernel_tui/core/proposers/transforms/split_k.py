@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from kernel_tui.core.proposers.transforms.knobs import Kernel, Knob, Launch
 from kernel_tui.core.proposers.transforms.names import int_value
@@ -130,7 +130,8 @@ class SplitK:
     def _split_k_knobs(self) -> None:
         for k in self.kernels.values():
             kid = f"kernel:{k.name}:split_k"
-            if SPLIT_K in k.constexpr and self._split_starts(k.node):  # applied already: say what the kernel does
+            applied = SPLIT_K in k.constexpr and k.name + SUM_SUFFIX in self.kernels and self._split_starts(k.node)
+            if applied:  # say what the kernel does, and SPLIT_K moves
                 self.knobs[kid] = Knob(id=kid, kind="split_k", label=k.name, value=SPLIT, domain=(SPLIT,), numeric=False)
                 self._splits_knob()
                 # the reduction is a short pass beside the kernel: its knobs would only widen the search
@@ -286,7 +287,7 @@ class SplitK:
                           key=lambda t: (t.lineno, t.col_offset))
         if len(terms) != 3 or len(base) != 1 or len(products) != 2:
             return None
-        (rows, s_m), (cols, s_n) = ((_index_name(t.left), t.right) for t in products)  # type: ignore[attr-defined]
+        (rows, s_m), (cols, s_n) = ((_index_name(t.left), t.right) for t in products)
         if rows is None or cols is None or not isinstance(s_m, ast.Name) or not isinstance(s_n, ast.Name):
             return None
         return base[0], s_m, s_n, rows, cols
@@ -302,16 +303,18 @@ class SplitK:
         todo, seen = [mask], set()
         while todo:
             e = todo.pop()
-            for n in self._walk(e):
-                if isinstance(n, ast.Name) and n.id not in seen and len(defs.get(n.id, [])) == 1:
-                    seen.add(n.id)
-                    todo.append(defs[n.id][0])
-                if (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Lt)
-                        and isinstance(n.comparators[0], ast.Name)):
-                    found.setdefault(_index_name(n.left) or "", n.comparators[0].id)
+            for x in self._walk(e):
+                if isinstance(x, ast.Name) and x.id not in seen and len(defs.get(x.id, [])) == 1:
+                    seen.add(x.id)
+                    todo.append(defs[x.id][0])
+                if (isinstance(x, ast.Compare) and len(x.ops) == 1 and isinstance(x.ops[0], ast.Lt)
+                        and isinstance(x.comparators[0], ast.Name)):
+                    found.setdefault(_index_name(x.left) or "", x.comparators[0].id)
         runtime = set(k.params) - k.constexpr
         m, n = found.get(rows), found.get(cols)
-        return (m, n) if m in runtime and n in runtime and len(found) == 2 else None  # type: ignore[return-value]
+        if m is None or n is None or not {m, n} <= runtime or len(found) != 2:
+            return None
+        return m, n
 
     def _split_kernel_edits(self, k: Kernel, pid_stmt: ast.stmt, loop: ast.For, value: ast.AST,
                             address: tuple[ast.Name, ast.Name, ast.Name, str, str]) -> list[Edit] | None:
@@ -389,7 +392,7 @@ class SplitK:
         ]
 
 
-def _stored(node: ast.AST) -> bool:
+def _stored(node: ast.AST) -> TypeGuard[ast.Name]:
     return isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
 
 
