@@ -41,6 +41,10 @@ FAVOURED_KINDS = {
                 "loads"},
     "latency": {"num_warps", "num_stages", "block", "unroll", "grid"},
 }
+# Split-K (split_k.py) for both: more programs per output tile where the tiles are too few to fill the SMs; a
+# kernel bound by latency with a small grid is its case (small M·N, long K), as its change text says.
+FAVOURED_KINDS["compute"] |= {"split_k"}
+FAVOURED_KINDS["latency"] |= {"split_k", "splits"}
 
 
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
@@ -52,6 +56,10 @@ FAVOURED_KINDS = {
 # loads: the interpreter gathers a descriptor's tile with numpy as it does a pointer load's, no TMA unit.
 INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "cache_modifier", "unroll",
                                  "input_precision", "grid", "loads"})
+# Split-K too, and its count: it gains by running a tile's share of K on more SMs at once, and the interpreter runs
+# the programs one after another, so the same multiply-adds cost the same there, plus each split's store and the
+# reduction pass: always a little slower, whatever it would do on a GPU.
+INTERPRETER_IGNORES |= {"split_k", "splits"}
 
 
 def _couples(action: Action, ratio: float) -> bool:

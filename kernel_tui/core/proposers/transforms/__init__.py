@@ -15,6 +15,9 @@ without changing what the program computes:
 * the masked pointer loads of a tl.dot kernel's A and B tiles: loads through tensor descriptors (TMA on
   Hopper), which read out-of-bounds elements as zero as the masks did (a USE_TMA guard at launch keeps the
   pointer loads for layouts TMA cannot address);
+* the K loop of a tl.dot kernel launched with one program per tile: split K ways, SPLIT_K programs per tile
+  each summing every SPLIT_K-th block of K into an fp32 partial, added in split order by a second kernel
+  (deterministic); SPLIT_K then is a knob of its own;
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -30,7 +33,7 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
-`persistent` and `tensor_descriptors` (the knob families), `constraints` (the sanity bounds).
+`persistent`, `tensor_descriptors` and `split_k` (the knob families), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The analysis of one source: its kernels and launches, read once from the AST, and the public API
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
-The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`) and the sanity bounds
-(`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
+The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`, `split_k`) and the
+sanity bounds (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ from kernel_tui.core.proposers.transforms.knobs import (
 from kernel_tui.core.proposers.transforms.launch_order import GroupedLaunchOrder
 from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
 from kernel_tui.core.proposers.transforms.persistent import ONE_PER_SM, PersistentGrid
+from kernel_tui.core.proposers.transforms.split_k import SplitK
+from kernel_tui.core.proposers.transforms.split_k import describe as describe_split_k
 from kernel_tui.core.proposers.transforms.tensor_descriptors import TensorDescriptorLoads
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
 
 
-class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SanityBounds):
+class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SplitK,
+               SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -72,6 +75,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             self._even_k_knobs()
             self._persistent_grid_knobs()
             self._tensor_descriptor_knobs()
+            self._split_k_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -146,6 +150,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
         if knob.kind == "k_mask":
             where = f" of {knob.label}" if self._kernel_count() > 1 else ""
             return f"unmasked K loop{where} when K is a multiple of its block (EVEN_K guard at launch)"
+        if knob.kind == "split_k":
+            return describe_split_k(knob, self._kernel_count())
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
             return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"
@@ -247,6 +253,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
         pid_taint: set[str] = set()
         loop_taint: set[str] = set()
         arange_taint: set[str] = set()
+        split_starts = self._split_starts(body)  # a split K loop's start: no tile of the grid (split_k.py)
         assigns: list[tuple[list[str], ast.AST]] = []
         for n in self._walk(body):
             if isinstance(n, ast.Assign):
@@ -314,7 +321,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
                         note(kw.value, "step")
                 if any(isinstance(c, ast.Call) and self._is_tl(c.func, "load") for s in n.body for c in self._walk(s)):
                     k.pipelined = True
-            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) and id(n) not in split_starts:
                 for this, other in ((n.left, n.right), (n.right, n.left)):
                     if isinstance(this, ast.Name) and this.id in candidates:
                         if tainted(other, pid_taint, "program_id"):

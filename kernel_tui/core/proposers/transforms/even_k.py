@@ -8,6 +8,7 @@ A structural edit, offered only where the whole pattern is recognised in a kerne
 
     offs_k = tl.arange(0, BLOCK_K)               # anywhere in the kernel
     for k_start in range(0, K, BLOCK_K):         # or tl.range; K a runtime parameter, BLOCK_K a constexpr one
+                                                 # (or a split K loop's range(pid_k * BLOCK_K, K, BLOCK_K * SPLIT_K))
         k_idx = k_start + offs_k                 # (or offs_k + k_start)
         mask_k = k_idx < K                       # one line, at the loop's top level
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from kernel_tui.core.proposers.transforms.knobs import EVEN_K_GUARD, Kernel, Knob, Launch
 from kernel_tui.core.proposers.transforms.names import int_value
+from kernel_tui.core.proposers.transforms.split_k import split_block
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, insert_argument, insert_keyword
 
 GUARD = EVEN_K_GUARD
@@ -134,11 +136,12 @@ class EvenKLoop:
         if not plain and not self._is_tl(it.func, "range"):  # tl.range's keywords (unrolling) keep the iteration
             return None
         lo, extent, step = it.args
-        if int_value(lo) != 0 or not isinstance(extent, ast.Name) or not isinstance(step, ast.Name):
+        walked = split_block(lo, step)  # BLOCK of range(0, K, BLOCK), or of a split K loop (split_k.py)
+        if walked is None or not isinstance(extent, ast.Name):
             return None
-        if extent.id not in runtime or step.id not in constexpr:
+        if extent.id not in runtime or walked.id not in constexpr:
             return None
-        var, block = loop.target.id, step.id
+        var, block = loop.target.id, walked.id
         rebound = {x.id for n in self._walk(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in self._walk(t)
                    if isinstance(x, ast.Name)}
