@@ -46,6 +46,14 @@ def percent(fraction: float | None, missing: str = NA, digits: int = 2, signed: 
     return f"{fraction:{'+' if signed else ''}.{digits}%}"
 
 
+def percents(low: float, high: float, digits: int = 2) -> tuple[str, str]:
+    """An interval's ends in one unit: percentages, or speed ratios at both ends when either is a slowdown
+    past -100% ("0.27×", "0.70×": not "0.27×" beside "-43.7%")."""
+    if all(math.isfinite(x) for x in (low, high)) and min(low, high) < -1.0:
+        return speed_ratio_text(low), speed_ratio_text(high)
+    return percent(low, digits=digits), percent(high, digits=digits)
+
+
 def speed_ratio(improvement: float) -> float:
     """The other side's time over this one's (improvement = 1 - time / other's time): -6251% is 0.016."""
     return 1 / (1 - improvement)

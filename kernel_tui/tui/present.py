@@ -8,7 +8,7 @@ from kernel_tui.core import metrics
 from kernel_tui.core.decision import PendingProposal
 from kernel_tui.core.describe import describe_edit
 from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
-from kernel_tui.core.format import percent
+from kernel_tui.core.format import percent, percents
 from kernel_tui.core.history import (
     accepted_versions,
     all_proposals,
@@ -82,7 +82,7 @@ def verdict_word(ln: TrajectoryLine) -> str:
 def rows(lines: list[TrajectoryLine]) -> tuple[VerdictRow, ...]:
     out = []
     for ln in lines:
-        ci = f"[{fmt_pct(ln.ci_low)}, {fmt_pct(ln.ci_high)}]" if ln.ci_low is not None and ln.ci_high is not None else NA
+        ci = f"[{', '.join(percents(ln.ci_low, ln.ci_high))}]" if ln.ci_low is not None and ln.ci_high is not None else NA
         out.append(VerdictRow(
             round=ln.round, change=ln.change, proposer=proposer_label(ln.proposer), status=verdict_word(ln),
             accepted=ln.accepted, latency=fmt_latency(ln.latency), improvement=fmt_pct(ln.improvement), ci=ci,

@@ -538,3 +538,13 @@ def test_sim_clearly_worse_candidate_is_rejected_fast():
     sim = simulate(-0.05, gates=500, seed=99)
     assert sim.accepted == 0
     assert np.mean(sim.stage1_blocks <= 2) >= 0.95
+
+
+def test_an_interval_reads_in_one_unit():
+    """A slowdown past -100% reads as a speed ratio; an interval with such an end reads as ratios at both ends
+    (an interpreter run said "0.43× (98.2% CI 0.27×…-43.7%)")."""
+    from kernel_tui.core.gate.wording import span
+
+    assert span(-2.7, -0.437) == "0.27×…0.70×"
+    assert span(-0.051, -0.018) == "-5.1%…-1.8%"
+    assert span(float("-inf"), 0.01) == "-inf%…+1.0%"

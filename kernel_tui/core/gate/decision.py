@@ -17,7 +17,7 @@ from kernel_tui.core.gate.statistics import (
     median_upper_bound,
     to_fraction,
 )
-from kernel_tui.core.gate.wording import p_text, pct, plural
+from kernel_tui.core.gate.wording import p_text, pct, plural, span
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class _Evidence:
         lo, hi = self.interval(alpha, pairs)
         kind = " of pairs" if pairs and self.st.blocks > 1 else ""
         return (
-            f"{pct(self.improvement)} ({1 - 2 * alpha:.1%} CI{kind} {pct(lo)}…{pct(hi)}), "
+            f"{pct(self.improvement)} ({1 - 2 * alpha:.1%} CI{kind} {span(lo, hi)}), "
             f"{p_text(self.st.p_value)} over {plural(self.st.blocks, 'block')}"
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from kernel_tui.core.gate.models import Block, Verdict
 from kernel_tui.core.gate.statistics import across_blocks, to_fraction
-from kernel_tui.core.gate.wording import p_text, pct, plural
+from kernel_tui.core.gate.wording import p_text, pct, plural, span
 
 REGRESSION_ALPHA = 0.01
 """Error rate of the shape veto in each direction (see :func:`check_shape`), split evenly over its looks."""
@@ -60,7 +60,7 @@ class ShapeCheck:
             band = REGRESSION_ZONE * self.tolerance
             short = (f", lower below {pct(-(self.tolerance + band))}" if self.improvement >= -self.tolerance
                      else f", upper not below {pct(-(self.tolerance - band))}")
-        return f"{size} ({self.confidence:.1%} bounds {pct(self.low)}…{pct(self.high)}{short})"
+        return f"{size} ({self.confidence:.1%} bounds {span(self.low, self.high)}{short})"
 
 
 def combine_shapes(blocks: Sequence[Block], weights: Sequence[float]) -> Block:
@@ -151,8 +151,8 @@ def veto_regressions(
         return verdict
     where = ", ".join(c.describe() for c in slower or unresolved)
     overall = (
-        f"over all shapes {pct(verdict.improvement)} ({verdict.confidence:.1%} CI {pct(verdict.ci_low)}…"
-        f"{pct(verdict.ci_high)}), {p_text(verdict.p_value)} over "
+        f"over all shapes {pct(verdict.improvement)} ({verdict.confidence:.1%} CI {span(verdict.ci_low, verdict.ci_high)}), "
+        f"{p_text(verdict.p_value)} over "
         f"{plural(verdict.blocks + verdict.confirmation_blocks, 'block')}"
     )
     if slower:

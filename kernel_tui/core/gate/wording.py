@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from kernel_tui.core.format import percent
+from kernel_tui.core.format import percent, percents
 
 
 def pct(fraction: float) -> str:
     return percent(fraction, digits=1)  # one decimal in reasons; an infinite bound reads "-inf%"
+
+
+def span(low: float, high: float) -> str:
+    """An interval in one unit: "-5.1%…-1.8%", or as speed ratios when either end is a slowdown past -100%
+    ("0.27×…0.70×", not "0.27×…-43.7%")."""
+    return "…".join(percents(low, high, digits=1))
 
 
 def p_text(p: float | None) -> str:
