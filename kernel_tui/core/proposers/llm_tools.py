@@ -25,6 +25,7 @@ from kernel_tui.core.profile.store import ProfileRecord
 from kernel_tui.core.proposers.base import Feedback
 from kernel_tui.core.proposers.facts import environment_facts
 from kernel_tui.core.proposers.prompt import contract
+from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, analyze
 from kernel_tui.core.workspace import Workspace
 
 # --- arguments ------------------------------------------------------------------------------------
@@ -172,7 +173,21 @@ def read_best(ws: Workspace) -> str:
         f"median latency: {latency:.6g} s" if latency else "median latency: not measured yet",
         "This is the incumbent: every candidate is timed against it and must be correct where it is.",
     ]
-    return "\n".join(header) + "\n\n```python\n" + ws.best_source + ("" if ws.best_source.endswith("\n") else "\n") + "```\n"
+    moves = structural_moves(ws.best_source)
+    offer = ("\nStructural rewrites the built-in search can make of this source, each computing what it computes "
+             "(write one yourself, or combine them):\n" + "".join(f"- {m}\n" for m in moves)) if moves else ""
+    return ("\n".join(header) + "\n\n```python\n" + ws.best_source + ("" if ws.best_source.endswith("\n") else "\n")
+            + "```\n" + offer)
+
+
+def structural_moves(source: str) -> list[str]:
+    """The search's structural moves that apply to `source` (its persistent grid, split-K, TMA loads, ...), in
+    the words the screen shows for them: the agent's vocabulary is the search's."""
+    try:
+        analysis = analyze(source)
+    except (SyntaxError, ValueError):
+        return []
+    return sorted({a.change for a in analysis.actions() if a.kind in STRUCTURAL_KINDS})
 
 
 def read_reference(ws: Workspace) -> str:

@@ -519,3 +519,18 @@ def test_a_long_conversation_goes_out_shortened_at_its_old_end_and_whole_at_its_
         "source": "(the source of this earlier call, left out to keep the conversation short)", "change": "try 0"}
     assert old_answer["content"].startswith('{"status": "ok"}') and "shortened" in old_answer["content"]
     assert [m["role"] for m in sent] == [m["role"] for m in kept]  # every call still has its answer
+
+
+def test_the_agent_reads_the_structural_moves_that_apply_to_the_best(tmp_path):
+    """The agent's vocabulary is the search's: read_best lists the structural rewrites the search could make."""
+    from kernel_tui.core.proposers import llm_tools
+    from kernel_tui.core.workspace import Workspace
+    from tests.conftest import FIXTURES
+
+    ws = Workspace.create(FIXTURES / "matmul", path=tmp_path / "ws")
+    text = llm_tools.read_best(ws)
+    assert "Structural rewrites the built-in search can make of this source" in text
+    for words in ("persistent grid over the SMs", "split-K into SPLIT_K=4", "unmasked K loop"):
+        assert any(line.startswith("- ") and words in line for line in text.splitlines()), words
+    assert llm_tools.structural_moves("def broken(:\n") == []
+

@@ -312,38 +312,33 @@ def kt(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_headless_search_run_on_the_interpreter(tmp_path):
+    """A search run, stopped after a round and resumed: it continues where it stopped and proposes nothing it
+    tried before. On the interpreter the vector_add's moves are its block sizes (warps and load hints do nothing
+    there), and a halving that lost more than 20% ends the way down (the search's TOO_FAR): it may say it has
+    nothing more to propose before the budget is spent, and then says so."""
     import git
 
     ws = tmp_path / "ws"
-    # on the interpreter the vector_add's moves are its 7 other block sizes (warps and load hints do nothing there)
-    out = kt("run", str(FIXTURES / "vector_add"), "--headless", "--proposer", "search", "--max-steps", "4",
+    out = kt("run", str(FIXTURES / "vector_add"), "--headless", "--proposer", "search", "--max-steps", "1",
              "--device", "cpu", "--workspace", str(ws))
     assert out.returncode == 0, out.stdout + out.stderr
+    first = [json.loads(x) for x in (ws / "trajectory.jsonl").read_text().splitlines()]
+    assert len(first) == 1 and json.loads((ws / "session.json").read_text())["proposer"]["step"] == 1
+
+    more = kt("run", str(ws), "--headless", "--max-steps", "4", "--device", "cpu")
+    assert more.returncode == 0, more.stdout + more.stderr
     lines = [json.loads(x) for x in (ws / "trajectory.jsonl").read_text().splitlines()]
-    assert len(lines) == 4
+    assert 2 <= len(lines) <= 4 and lines[0] == first[0]
+    if len(lines) < 4:
+        assert "idle: the proposer has nothing more to propose" in more.stdout
     repo = git.Repo(ws)
-
-    def source(commit: str) -> str:
-        return repo.commit(commit).tree["kernel.py"].data_stream.read().decode()
-
-    assert len({ln["commit"] for ln in lines}) == 4
-    sources = [source(ln["commit"]) for ln in lines]
-    assert len(set(sources)) == 4 and baseline("vector_add") not in sources
+    sources = [repo.commit(ln["commit"]).tree["kernel.py"].data_stream.read().decode() for ln in lines]
+    assert len(set(sources)) == len(lines) and baseline("vector_add") not in sources  # nothing proposed twice
     for ln in lines:
         assert ln["status"] not in ("incorrect", "compile_error", "policy_violation"), ln
         assert ln["proposer"]["kind"] == "search" and ln["proposer"]["name"] == "built-in search"
         assert ln["change"].startswith("block_size"), ln["change"]
-    state = json.loads((ws / "session.json").read_text())["proposer"]
-    assert state["kind"] == "search" and state["step"] == 4
-
-    # resumed with a larger budget: the search continues and proposes nothing it tried before
-    more = kt("run", str(ws), "--headless", "--max-steps", "6", "--device", "cpu")
-    assert more.returncode == 0, more.stdout + more.stderr
-    lines = [json.loads(x) for x in (ws / "trajectory.jsonl").read_text().splitlines()]
-    assert len(lines) == 6
-    later = [source(ln["commit"]) for ln in lines[4:]]
-    assert not set(later) & set(sources) and len(set(later)) == 2
-    assert all(ln["status"] not in ("incorrect", "compile_error", "policy_violation") for ln in lines)
+    assert json.loads((ws / "session.json").read_text())["proposer"]["step"] == len(lines)
 
 
 def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
