@@ -4,7 +4,7 @@ and correct on the interpreter, through the descriptors where the guard holds an
 
 from __future__ import annotations
 
-import importlib.util
+import os
 
 import pytest
 
@@ -192,37 +192,41 @@ def test_the_recognised_form_is_not_only_the_fixtures_spelling():
     assert "a_desc = tl.make_tensor_descriptor(a_ptr, shape=[N, K], strides=[stride_am, 1]" in out
 
 
-def load_module(path, source: str, name: str):
-    path.write_text(source, encoding="utf-8")  # @triton.jit reads its source from a file
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_descriptors_run_where_the_guard_holds_and_the_pointers_elsewhere(tmp_path, monkeypatch):
+def test_the_descriptors_run_where_the_guard_holds_and_the_pointers_elsewhere(tmp_path):
     """The pointer branch spoilt (its A tile doubled): right for contiguous operands, which take the descriptors,
-    and wrong for a transposed B, which takes the pointers; so the interpreter ran each branch."""
-    torch = pytest.importorskip("torch")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    and wrong for a transposed B, which takes the pointers; so the interpreter ran each branch. In a process of
+    its own: Triton picks the interpreter when a kernel is decorated, so once another test imported it for the
+    GPU path, kernels launched in this process would not be interpreted."""
+    import subprocess
+    import sys
+
     out = tma(baseline())
     spoilt = out.replace("            a_tile = tl.load(a_ptrs,", "            a_tile = 2 * tl.load(a_ptrs,")
     assert spoilt != out
-    module = load_module(tmp_path / "tma_matmul.py", spoilt, "tma_matmul")
+    (tmp_path / "tma_matmul.py").write_text(spoilt, encoding="utf-8")
     # no dimension a multiple of its block, so the descriptors read out-of-bounds elements (as zero); rows of
     # 16-byte multiples, as TMA needs (the task's ragged shapes, rows of 93 or 75 halves, take the pointers)
-    M, N, K = 67, 72, 88
-    gen = torch.Generator().manual_seed(0)
-    a = torch.randn(M, K, generator=gen).to(torch.float16)
-    b = torch.randn(K, N, generator=gen).to(torch.float16)
-    for operand, taken in ((b, "descriptors"), (b.t().contiguous().t(), "pointers")):
-        c = torch.empty(M, N, dtype=torch.float16)
-        module.launch(a, operand, c, M, N, K)
-        close = torch.allclose(c.float(), a.float() @ operand.float(), atol=0.05, rtol=0.01)
-        assert close == (taken == "descriptors"), taken
+    script = """
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("tma_matmul", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+M, N, K = 67, 72, 88
+gen = torch.Generator().manual_seed(0)
+a = torch.randn(M, K, generator=gen).to(torch.float16)
+b = torch.randn(K, N, generator=gen).to(torch.float16)
+for operand in (b, b.t().contiguous().t()):
+    c = torch.empty(M, N, dtype=torch.float16)
+    module.launch(a, operand, c, M, N, K)
+    print(torch.allclose(c.float(), a.float() @ operand.float(), atol=0.05, rtol=0.01))
+"""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "tma_matmul.py")], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False"]  # descriptors (right), then pointers (spoilt)
 
 
 @pytest.mark.slow
