@@ -49,7 +49,8 @@ def percent(fraction: float | None, missing: str = NA, digits: int = 2, signed: 
 def percents(low: float, high: float, digits: int = 2) -> tuple[str, str]:
     """An interval's ends in one unit: percentages, or speed ratios at both ends when either is a slowdown
     past -100% ("0.27×", "0.70×": not "0.27×" beside "-43.7%")."""
-    if all(math.isfinite(x) for x in (low, high)) and min(low, high) < -1.0:
+    # (an end at or above +100% has no finite ratio: a wide interval's upper bound can be; then percentages)
+    if all(math.isfinite(x) and x < 1.0 for x in (low, high)) and min(low, high) < -1.0:
         return speed_ratio_text(low), speed_ratio_text(high)
     return percent(low, digits=digits), percent(high, digits=digits)
 

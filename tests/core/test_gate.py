@@ -548,3 +548,4 @@ def test_an_interval_reads_in_one_unit():
     assert span(-2.7, -0.437) == "0.27×…0.70×"
     assert span(-0.051, -0.018) == "-5.1%…-1.8%"
     assert span(float("-inf"), 0.01) == "-inf%…+1.0%"
+    assert span(-2.7, 1.0) == "0.27×…+100.0%" and span(-2.7, 1.3) == "0.27×…+130.0%"  # no finite ratio above
