@@ -27,8 +27,46 @@ def _changed_part(old: str, new: str) -> str:
     return f"{name}: {a} -> {b}" if name else f"{a} -> {b}"
 
 
+# The search's structural moves, in words, by knob kind and the value the new source holds: a person who makes
+# one by hand reads what it is, not its first changed line ("fortile_idintl.range(...)").
+STRUCTURAL_WORDS = {
+    "grid": "persistent grid",
+    "loads": "TMA loads (tensor descriptors)",
+    "split_k": "split-K",
+    "k_mask": "unmasked K loop when K is a multiple of its block",
+    "launch_order": "grouped launch order",
+}
+
+
+def structural_change(before: str, after: str) -> str | None:
+    """The structural moves between two sources, and the knobs that moved beside them (`persistent grid, TMA loads
+    (tensor descriptors); BLOCK_M 64 -> 128`), or None when no structural knob changed."""
+    from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, analyze
+
+    try:
+        a, b = analyze(before).knobs, analyze(after).knobs
+    except (SyntaxError, ValueError):
+        return None
+    words, moved = [], []
+    for kid, knob in b.items():
+        old = a.get(kid)
+        if old is None or old.value == knob.value:
+            continue
+        if knob.kind in STRUCTURAL_KINDS:
+            words.append(STRUCTURAL_WORDS.get(knob.kind, f"{knob.label}: {knob.value}"))
+        else:
+            moved.append(f"{knob.label} {old.value} -> {knob.value}")
+    if not words:
+        return None
+    return ", ".join(words) + (f"; {', '.join(moved)}" if moved else "")
+
+
 def describe_change(before: str, after: str) -> str:
-    """One line: the changed line (`name = 256 -> 1024`), or how many lines changed and the first of them."""
+    """One line: the structural moves made (`persistent grid, TMA loads`), or the changed line (`name = 256 ->
+    1024`), or how many lines changed and the first of them."""
+    structural = structural_change(before, after)
+    if structural is not None:
+        return structural if len(structural) <= MAX_CHARS else structural[: MAX_CHARS - 1] + "…"
     a, b = before.splitlines(), after.splitlines()
     pairs, added, removed = [], 0, 0
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():

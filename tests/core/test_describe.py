@@ -32,3 +32,22 @@ def test_the_edit_panes_header_says_what_the_edit_evaluates():
                               source="BLOCK_SIZE = 8192\n", best_source="BLOCK_SIZE = 256\n", best_commit="b" * 40)
     view = edited_view(pending, "BLOCK_SIZE = 1024\n")
     assert view.change == "edited: BLOCK_SIZE: 256 -> 1024 (proposed: block_size 256 -> 8192)"
+
+
+def test_a_structural_move_made_by_hand_reads_as_the_move():
+    from kernel_tui.core.proposers.transforms import analyze
+    from tests.conftest import FIXTURES
+
+    base = (FIXTURES / "matmul" / "baseline.py").read_text(encoding="utf-8")
+
+    def step(src: str, kind: str) -> str:
+        a = analyze(src)
+        return a.apply(next(x for x in a.actions() if x.kind == kind))
+
+    both = step(step(base, "grid"), "loads")
+    assert describe_change(base, both) == "persistent grid, TMA loads (tensor descriptors)"
+    assert describe_change(base, step(base, "split_k")) == "split-K"
+    bigger = step(base, "grid").replace("BLOCK_M = 64", "BLOCK_M = 128")
+    assert describe_change(base, bigger).startswith("persistent grid; ") and "64 -> 128" in describe_change(base, bigger)
+    assert describe_change(base, base.replace("BLOCK_M = 64", "BLOCK_M = 128")) == "BLOCK_M: 64 -> 128"
+
