@@ -61,17 +61,18 @@ def matmul_kernel(
 
 
 NUM_SMS = {}  # streaming multiprocessors per CUDA device index, read at its first persistent launch
+PROGRAMS_PER_SM = 1  # programs of a persistent launch on each SM: as many as its blocks that fit on one
 
 
 def persistent_programs(tensor, tiles):
-    """The programs of a persistent launch on `tensor`'s device: one per streaming multiprocessor, never more
-    than the tiles; 3 on the CPU, where Triton's interpreter runs the programs one after another."""
+    """The programs of a persistent launch on `tensor`'s device: PROGRAMS_PER_SM per streaming multiprocessor,
+    never more than the tiles; 3 on the CPU, where Triton's interpreter runs the programs one after another."""
     device = tensor.device
     if device.type != "cuda":
         return min(tiles, 3)
     if device.index not in NUM_SMS:
         NUM_SMS[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
-    return min(tiles, NUM_SMS[device.index])
+    return min(tiles, NUM_SMS[device.index] * PROGRAMS_PER_SM)
 
 
 def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int) -> None:

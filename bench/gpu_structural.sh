@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The search's structural moves on a GPU, one gate decision each against their incumbent (under ten minutes):
+# the rewrites in bench/candidates/structural/ (made by the search's own Analysis.apply; tests keep them equal
+# to what the rewrite gives today). best_matmul_*.py against the swept best, matmul_*.py against the fixture's
+# baseline. Writes $OUT/structural.tgz (NAME.json: kernel-tui eval --json) and $OUT/structural.log.
+# Usage: bench/gpu_structural.sh [NAME ...]   (default: every candidate there)
+set -u
+OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; D=bench/candidates/structural
+R=$(mktemp -d)/structural; mkdir -p "$R"  # the JSON files travel back as one tarball (the device returns few files)
+names=${*:-$(cd "$D" && ls *.py | sed 's/\.py$//' | grep -v '^best_matmul$')}
+for name in $names; do
+  inc=fixtures/matmul/baseline.py
+  case "$name" in best_matmul_*) inc=$D/best_matmul.py ;; esac
+  t0=$(date +%s)
+  timeout "${EVAL_LIMIT:-150}" $PY -m kernel_tui eval --task fixtures/matmul --incumbent "$inc" --candidate "$D/$name.py" \
+    --device cuda --json > "$R/$name.json" 2> "$R/$name.err"
+  rc=$?
+  $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d['status'], \
+'inc %.1f us cand %.1f us' % (d['incumbent_seconds']*1e6, d['candidate_seconds']*1e6) if d.get('candidate_seconds') else '', \
+d['reason'][:160])" "$R/$name.json" "$name" >> "$OUT/structural.log" 2>&1 || echo "$name rc=$rc" >> "$OUT/structural.log"
+  echo "$name: $(( $(date +%s) - t0 )) s" >> "$OUT/structural.log"
+  [ -s "$R/$name.err" ] || rm -f "$R/$name.err"
+done
+tar czf "$OUT/structural.tgz" -C "$(dirname "$R")" structural
+echo done
