@@ -314,11 +314,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
                     if n.args and not masked and tainted(n.args[0], arange_taint, "arange"):
                         k.unmasked = True
             elif isinstance(n, ast.For) and isinstance(n.iter, ast.Call) and self._is_range(n.iter):
-                if len(n.iter.args) >= 3:
-                    note(n.iter.args[2], "step")
-                for kw in n.iter.keywords:
-                    if kw.arg == "step":
-                        note(kw.value, "step")
+                for step in [*n.iter.args[2:3], *(kw.value for kw in n.iter.keywords if kw.arg == "step")]:
+                    note(step, "step")
                 if any(isinstance(c, ast.Call) and self._is_tl(c.func, "load") for s in n.body for c in self._walk(s)):
                     k.pipelined = True
             elif isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) and id(n) not in split_starts:
