@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING
 
 from kernel_tui.core.proposers.transforms.epilogue_tail import DTYPES, ElementwiseTail, Tail
 from kernel_tui.core.proposers.transforms.knobs import Kernel, Knob, Launch
-from kernel_tui.core.proposers.transforms.names import int_value
-from kernel_tui.core.proposers.transforms.split_k import _cast_of, _simple, _stride_of
+from kernel_tui.core.proposers.transforms.split_k import cast_of, simple_expression, stride_of
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, insert_argument, insert_keyword
 
 SEPARATE = "separate kernel"
@@ -62,6 +61,7 @@ class EpilogueFusion(ElementwiseTail):
     knobs: dict[str, Knob]
     kernels: dict[str, Kernel]
     launches: list[Launch]
+    consts: dict[str, ast.Constant]
     _editors: dict[str, Callable[[int | str], list[Edit]]]
 
     if TYPE_CHECKING:  # provided by Analysis and SplitK
@@ -91,7 +91,7 @@ class EpilogueFusion(ElementwiseTail):
 
     def _fused_epilogue(self, k: Kernel) -> bool:
         """Whether a tl.dot kernel's one store stores a value computed from its accumulator (not the accumulator
-        itself or a cast of it)."""
+        itself or casts of it)."""
         stores = [c for c in self._walk(k.node) if isinstance(c, ast.Call) and self._is_tl(c.func, "store")]
         if not k.dots or len(stores) != 1 or len(stores[0].args) < 2 or not isinstance(stores[0].args[1], ast.Name):
             return False
@@ -113,14 +113,14 @@ class EpilogueFusion(ElementwiseTail):
             name = todo.pop()
             if name not in reached:
                 reached.add(name)
-                todo += [x for e in defs.get(name, []) for x in self._names(e)]
-        return bool(reached & accs)
+                todo += [x for e in defs.get(name, []) if name not in accs for x in self._names(e)]
+        computed = any(not (isinstance(e, ast.Name) or cast_of(e)) for x in reached - accs for e in defs.get(x, []))
+        return bool(reached & accs) and computed
 
     def _epilogue_plan(self, k: Kernel) -> tuple[str, list[Edit]] | None:
         """The elementwise kernel's name and the edits that fuse it into `k`, or None where the pattern is not
         all there."""
-        torch = next((alias for alias, full in self.aliases.items() if full == "torch"), None)
-        if not k.dots or k.tuned or self.tl is None or self.tree is None or torch is None:
+        if not k.dots or k.tuned or self.tl is None or self.tree is None:
             return None
         gemm = self._gemm_store(k)
         launches = [ln for ln in self.launches if ln.kernel is k]
@@ -131,10 +131,10 @@ class EpilogueFusion(ElementwiseTail):
         base, s_m, s_n, _, _ = address
         c = launch.bindings.get(base.id)
         m, n = (launch.bindings.get(x) for x in extents)
-        if not isinstance(c, ast.Name) or not (_stride_of(launch.bindings.get(s_m.id), c.id, 0)
-                                               and _stride_of(launch.bindings.get(s_n.id), c.id, 1)):
+        if not isinstance(c, ast.Name) or not (stride_of(launch.bindings.get(s_m.id), c.id, 0)
+                                               and stride_of(launch.bindings.get(s_n.id), c.id, 1)):
             return None
-        host = self._epilogue_host(launch, c.id, m, n, torch)
+        host = self._epilogue_host(launch, c.id, m, n)
         if host is None:
             return None
         second, alloc, tdtype = host
@@ -164,7 +164,7 @@ class EpilogueFusion(ElementwiseTail):
         store = stores[0]
         stmt = next((s for s in k.node.body if isinstance(s, ast.Expr) and s.value is store), None)
         value = store.args[1]
-        acc = value.id if isinstance(value, ast.Name) else _cast_of(value)
+        acc = value.id if isinstance(value, ast.Name) else cast_of(value)
         accs = {_target(n) for n in self._walk(k.node) if isinstance(n, (ast.Assign, ast.AugAssign))
                 and isinstance(n.value, ast.Call) and self._is_tl(n.value.func, "dot")}
         if stmt is None or acc is None or acc not in accs:
@@ -175,14 +175,14 @@ class EpilogueFusion(ElementwiseTail):
             return None
         return stmt, store, acc, address, extents
 
-    def _epilogue_host(self, launch: Launch, t: str, m: ast.AST | None, n: ast.AST | None,
-                       torch: str) -> tuple[Launch, ast.Assign, str | None] | None:
+    def _epilogue_host(self, launch: Launch, t: str, m: ast.AST | None,
+                       n: ast.AST | None) -> tuple[Launch, ast.Assign, str | None] | None:
         """The launch right after the GEMM's, t's allocation (a contiguous M×N tensor made in the host function
         and read by nothing but the two launches) and t's element type in the kernel (None: the second kernel's
         output's, which the fused GEMM then stores to)."""
         host = launch.host
         index = next((i for i, s in enumerate(host.body) if isinstance(s, ast.Expr) and s.value is launch.call), None)
-        if index is None or index + 1 >= len(host.body) or not _simple(m) or not _simple(n):
+        if index is None or index + 1 >= len(host.body) or not simple_expression(m) or not simple_expression(n):
             return None
         follow = host.body[index + 1]
         second = next((ln for ln in self.launches if isinstance(follow, ast.Expr) and ln.call is follow.value), None)
@@ -201,12 +201,10 @@ class EpilogueFusion(ElementwiseTail):
             return None
         if not set(keywords) <= {"device", "dtype"} or "dtype" not in keywords:
             return None
-        if self._names(alloc.value) & self._rebound(host) or {x.id for x in dims if isinstance(x, ast.Name)} & self._rebound(host):
+        if self._names(alloc.value) & self._rebound(host):  # M and N as the GEMM's launch reads them
             return None
-        uses = [x for x in self._walk(host) if isinstance(x, ast.Name) and x.id == t]
-        inside = [x for x in self._walk(launch.call) if isinstance(x, ast.Name) and x.id == t]
-        if len(uses) != 5 or len(inside) != 3 or [x.id for x in self._walk(second.call) if isinstance(x, ast.Name)].count(t) != 1:
-            return None  # the allocation, t and its two strides at the GEMM's launch, t at the second's
+        if not self._only_launched(host, t, launch, second):
+            return None
         dtype = keywords["dtype"]
         out = self._tail_output_dtype(second, dtype)
         resolved = self._resolve(dtype) or ""
@@ -215,6 +213,16 @@ class EpilogueFusion(ElementwiseTail):
         if resolved.startswith("torch.") and resolved[6:] in DTYPES:
             return second, alloc, f"{self.tl}.{resolved[6:]}"
         return None
+
+    def _only_launched(self, host: ast.FunctionDef, t: str, launch: Launch, second: Launch) -> bool:
+        """Whether the host reads t only as the two launches pass it: t and its two strides at the GEMM's, t and
+        `t.numel()` at the second's."""
+        def reads(node: ast.AST) -> list[ast.Name]:
+            return [x for x in self._walk(node) if isinstance(x, ast.Name) and x.id == t and isinstance(x.ctx, ast.Load)]
+
+        numel = {id(x.value) for x in self._walk(second.call) if isinstance(x, ast.Attribute) and x.attr == "numel"}
+        passed = [x for x in reads(second.call) if id(x) not in numel]
+        return len(reads(host)) == 3 + len(reads(second.call)) and len(reads(launch.call)) == 3 and len(passed) == 1
 
     def _tail_output_dtype(self, second: Launch, dtype: ast.AST) -> bool:
         """Whether t's dtype is written `out.dtype`, out the tensor the second launch passes as the first of its
@@ -242,10 +250,11 @@ class EpilogueFusion(ElementwiseTail):
         src, extent, block = (second.bindings.get(x) for x in (tail.src, tail.extent, tail.block))
         if not (isinstance(src, ast.Name) and src.id == t) or extent is None or block is None or m is None or n is None:
             return False
-        product = {ast.dump(ast.BinOp(left=x, op=ast.Mult(), right=y)) for x, y in ((m, n), (n, m))}
-        numel = ast.dump(ast.Call(func=ast.Attribute(value=ast.Name(id=t, ctx=ast.Load()), attr="numel",
-                                                     ctx=ast.Load()), args=[], keywords=[]))
-        if ast.dump(extent) not in product | {numel}:
+        product = (isinstance(extent, ast.BinOp) and isinstance(extent.op, ast.Mult)
+                   and sorted(map(ast.dump, (extent.left, extent.right))) == sorted(map(ast.dump, (m, n))))
+        numel = (isinstance(extent, ast.Call) and isinstance(extent.func, ast.Attribute) and extent.func.attr == "numel"
+                 and isinstance(extent.func.value, ast.Name) and extent.func.value.id == t and not extent.args)
+        if not (product or numel):
             return False
         grid = second.call.func.slice if isinstance(second.call.func, ast.Subscript) else None
         if isinstance(grid, ast.Name):
@@ -314,15 +323,19 @@ class EpilogueFusion(ElementwiseTail):
         edits = [Edit(*d, "") for d in drops if d is not None]
         if len(edits) != len(drops):
             return None
-        n_text = text.text(text.start(n), text.end(n))
-        if not (isinstance(n, ast.Name) or int_value(n) is not None):
-            n_text = f"({n_text})"
+        n_text = text.text(text.start(n), text.end(n))  # a simple expression (a name, `b.shape[1]`): no parentheses
         for p, new in ((base, out), (s_m, n_text), (s_n, "1")):
             node = launch.bindings[p]
             edits.append(Edit(text.start(node), text.end(node), new))
         for p in tail.scalars:
             bound = second.bindings[p]
             edits.append(insert_keyword(text, launch.call, f"{p}={text.text(text.start(bound), text.end(bound))}"))
+        grid = second.call.func.slice if isinstance(second.call.func, ast.Subscript) else None
+        if isinstance(grid, ast.Name):  # a grid bound for the second launch alone goes with it
+            binds = [s for s in second.host.body if isinstance(s, ast.Assign) and _target(s) == grid.id]
+            reads = [x for x in self._walk(second.host) if isinstance(x, ast.Name) and x.id == grid.id]
+            span = self._line_span(binds[0]) if len(binds) == 1 and len(reads) == 2 else None
+            edits += [Edit(*span, "")] if span is not None else []
         return edits + self._dead_constants(second, tail)
 
     def _dead_constants(self, second: Launch, tail: Tail) -> list[Edit]:

@@ -71,8 +71,9 @@ class ElementwiseTail:
             return None
         if len([c for c in calls if self._is_tl(c.func, "load")]) != 1 or len(body) < 4:
             return None
-        *assigns, last = body
-        if not all(_assign(s) is not None for s in assigns) or not isinstance(last, ast.Expr):
+        *head, last = body
+        assigns = [s for s in head if isinstance(s, ast.Assign) and _assign(s) is not None]
+        if len(assigns) != len(head) or not isinstance(last, ast.Expr):
             return None
         targets = [_assign(s) for s in assigns]
         if len(set(targets)) != len(targets) or set(targets) & set(k.params):
@@ -124,14 +125,17 @@ class ElementwiseTail:
     def _tail_load(self, stmt: ast.Assign, offs: str, runtime: list[str],
                    masks: set[str]) -> tuple[str, str, ast.expr | None, ast.expr] | None:
         """`x = tl.load(x_ptr + offs, mask=...)` (or `.to(E)` of it): x_ptr, x, E and the mask."""
-        value, cast = stmt.value, None
-        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to"
-                and len(value.args) == 1 and not value.keywords):
-            value, cast = value.func.value, value.args[0]
-        if not (isinstance(value, ast.Call) and self._is_tl(value.func, "load")):
+        value: ast.expr = stmt.value
+        cast: ast.expr | None = None
+        if (isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr == "to" and len(stmt.value.args) == 1 and not stmt.value.keywords):
+            value, cast = stmt.value.func.value, stmt.value.args[0]
+        call = value if isinstance(value, ast.Call) and self._is_tl(value.func, "load") else None
+        if call is None:
             return None
-        args = {**dict(zip(("pointer", "mask", "other"), value.args)), **{kw.arg: kw.value for kw in value.keywords}}
-        if len(value.args) > 3 or not set(args) <= {"pointer", "mask", "other", "eviction_policy", "cache_modifier"}:
+        args: dict[str | None, ast.expr] = {**dict(zip(("pointer", "mask", "other"), call.args)),
+                                            **{kw.arg: kw.value for kw in call.keywords}}
+        if len(call.args) > 3 or not set(args) <= {"pointer", "mask", "other", "eviction_policy", "cache_modifier"}:
             return None
         src, mask = _offset_base(args.get("pointer"), offs, runtime), args.get("mask")
         if src is None or mask is None or (masks and ast.dump(mask) not in masks):
@@ -143,7 +147,8 @@ class ElementwiseTail:
         """`tl.store(y_ptr + offs, value, mask=...)`: y_ptr, the value and the mask."""
         if not self._is_tl(store.func, "store") or len(store.args) not in (2, 3):
             return None
-        args = {**dict(zip(("pointer", "value", "mask"), store.args)), **{kw.arg: kw.value for kw in store.keywords}}
+        args: dict[str | None, ast.expr] = {**dict(zip(("pointer", "value", "mask"), store.args)),
+                                            **{kw.arg: kw.value for kw in store.keywords}}
         if set(args) != {"pointer", "value", "mask"}:
             return None
         dst, mask = _offset_base(args["pointer"], offs, runtime), args["mask"]
@@ -174,7 +179,8 @@ class ElementwiseTail:
         """Names bound once at the module's top level by a plain assignment (constants a kernel may read)."""
         if self.tree is None:
             return set()
-        names = [_assign(s) for s in self.tree.body if isinstance(s, ast.Assign)]
+        names = [_assign(s) if isinstance(s, ast.Assign) else _name(s.target) for s in self.tree.body
+                 if isinstance(s, (ast.Assign, ast.AnnAssign))]
         return {n for n in names if n is not None and names.count(n) == 1}
 
     def _pure(self, node: ast.expr, tail: Tail, allowed: set[str], read: set[str]) -> bool:
