@@ -36,8 +36,8 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
-`persistent`, `tensor_descriptors`, `split_k` and `epilogue` (with `epilogue_tail`, the elementwise kernel it
-reads) (the knob families), `constraints` (the sanity bounds).
+`persistent`, `tensor_descriptors`, `split_k` and `epilogue` (the knob families; `epilogue_tail` reads the
+elementwise kernel an epilogue fusion moves), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

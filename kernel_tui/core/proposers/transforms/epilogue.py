@@ -225,8 +225,7 @@ class EpilogueFusion(ElementwiseTail):
         return len(reads(host)) == 3 + len(reads(second.call)) and len(reads(launch.call)) == 3 and len(passed) == 1
 
     def _tail_output_dtype(self, second: Launch, dtype: ast.AST) -> bool:
-        """Whether t's dtype is written `out.dtype`, out the tensor the second launch passes as the first of its
-        kernel's parameters that are stored to (checked against the tail once it is read)."""
+        """Whether t's dtype is written `out.dtype`, out the tensor the second launch passes for its tail's store."""
         if not (isinstance(dtype, ast.Attribute) and dtype.attr == "dtype" and isinstance(dtype.value, ast.Name)):
             return False
         tail = self._tail(second.kernel)
