@@ -33,6 +33,7 @@ STRUCTURAL_WORDS = {
     "grid": "persistent grid",
     "loads": "TMA loads (tensor descriptors)",
     "split_k": "split-K",
+    "epilogue": "epilogue fused into the GEMM",
     "k_mask": "unmasked K loop when K is a multiple of its block",
     "launch_order": "grouped launch order",
 }

@@ -36,7 +36,7 @@ def test_the_edit_panes_header_says_what_the_edit_evaluates():
 
 def test_a_structural_move_made_by_hand_reads_as_the_move():
     from kernel_tui.core.proposers.transforms import analyze
-    from tests.conftest import FIXTURES
+    from tests.conftest import DATA, FIXTURES
 
     base = (FIXTURES / "matmul" / "baseline.py").read_text(encoding="utf-8")
 
@@ -47,6 +47,8 @@ def test_a_structural_move_made_by_hand_reads_as_the_move():
     both = step(step(base, "grid"), "loads")
     assert describe_change(base, both) == "persistent grid, TMA loads (tensor descriptors)"
     assert describe_change(base, step(base, "split_k")) == "split-K"
+    leaky = (DATA / "matmul_leaky_relu" / "baseline.py").read_text(encoding="utf-8")
+    assert describe_change(leaky, step(leaky, "epilogue")) == "epilogue fused into the GEMM"
     bigger = step(base, "grid").replace("BLOCK_M = 64", "BLOCK_M = 128")
     assert describe_change(base, bigger).startswith("persistent grid; ") and "64 -> 128" in describe_change(base, bigger)
     assert describe_change(base, base.replace("BLOCK_M = 64", "BLOCK_M = 128")) == "BLOCK_M: 64 -> 128"

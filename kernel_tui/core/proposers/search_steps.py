@@ -45,6 +45,11 @@ FAVOURED_KINDS = {
 # kernel bound by latency with a small grid is its case (small M·N, long K), as its change text says.
 FAVOURED_KINDS["compute"] |= {"split_k"}
 FAVOURED_KINDS["latency"] |= {"split_k", "splits"}
+# Epilogue fusion (epilogue.py) under every bottleneck: it takes the intermediate's write and read off memory and
+# one launch off the latency, and leaves the GEMM's main loop as it was.
+FAVOURED_KINDS["memory"] |= {"epilogue"}
+FAVOURED_KINDS["compute"] |= {"epilogue"}
+FAVOURED_KINDS["latency"] |= {"epilogue"}
 
 
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps

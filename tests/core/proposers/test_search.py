@@ -367,7 +367,7 @@ def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
     p.pending, p.bottleneck = {}, None
     ctx2 = ctx.model_copy(update={"round": 2, "bottleneck": "compute"})
     p.propose(ctx2)
-    assert said == ["the incumbent is compute-bound: trying block, grid, group, input_precision, k_mask, launch_order, loads, "
+    assert said == ["the incumbent is compute-bound: trying block, epilogue, grid, group, input_precision, k_mask, launch_order, loads, "
                     "num_stages, num_warps, split_k knobs first"]
     p.propose(ctx2.model_copy(update={"round": 3}))
     assert len(said) == 1  # said once, not every round

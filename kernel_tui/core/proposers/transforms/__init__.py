@@ -18,6 +18,9 @@ without changing what the program computes:
 * the K loop of a tl.dot kernel launched with one program per tile: split K ways, SPLIT_K programs per tile
   each summing every SPLIT_K-th block of K into an fp32 partial, added in split order by a second kernel
   (deterministic); SPLIT_K then is a knob of its own;
+* an elementwise kernel the host launches on a tl.dot kernel's scratch output (a leaky ReLU over its M·N
+  elements): applied to the GEMM's accumulator tile before its one store, straight into the second kernel's
+  output (the scratch tensor, the second launch and the second kernel go);
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
@@ -33,7 +36,8 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
-`persistent`, `tensor_descriptors` and `split_k` (the knob families), `constraints` (the sanity bounds).
+`persistent`, `tensor_descriptors`, `split_k` and `epilogue` (the knob families; `epilogue_tail` reads the
+elementwise kernel an epilogue fusion moves), `constraints` (the sanity bounds).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The analysis of one source: its kernels and launches, read once from the AST, and the public API
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
-The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`, `split_k`) and the
-sanity bounds (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
+The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`, `split_k`,
+`epilogue`) and the sanity bounds (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from kernel_tui.core.astutil import dotted_name
 from kernel_tui.core.proposers.transforms.constraints import SanityBounds
+from kernel_tui.core.proposers.transforms.epilogue import EpilogueFusion
+from kernel_tui.core.proposers.transforms.epilogue import describe as describe_epilogue
 from kernel_tui.core.proposers.transforms.even_k import EvenKLoop
 from kernel_tui.core.proposers.transforms.families import KnobFamilies
 from kernel_tui.core.proposers.transforms.knobs import (
@@ -36,7 +38,7 @@ from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_ed
 
 
 class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SplitK,
-               SanityBounds):
+               EpilogueFusion, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -76,6 +78,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             self._persistent_grid_knobs()
             self._tensor_descriptor_knobs()
             self._split_k_knobs()
+            self._epilogue_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -152,6 +155,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             return f"unmasked K loop{where} when K is a multiple of its block (EVEN_K guard at launch)"
         if knob.kind == "split_k":
             return describe_split_k(knob, self._kernel_count())
+        if knob.kind == "epilogue":
+            return describe_epilogue(knob)
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
             return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"

@@ -35,6 +35,7 @@ MIN_TRITON_FOR_UNROLL = (3, 2)  # tl.range(..., loop_unroll_factor=)
 # Knobs whose change rewrites code rather than a literal: the source is analysed afresh after one
 STRUCTURAL_KINDS = frozenset({"launch_order", "k_mask", "grid", "loads"})
 STRUCTURAL_KINDS |= {"split_k"}  # split_k.py
+STRUCTURAL_KINDS |= {"epilogue"}  # epilogue.py
 # the constexpr the unmasked K loop adds (even_k.py), computed at launch from the block it guards
 EVEN_K_GUARD = "EVEN_K"
 # the constexpr the tensor-descriptor loads add (tensor_descriptors.py), computed at launch from the operands' layout
@@ -62,7 +63,7 @@ class Knob:
     id: str  # stable across edits: const:BLOCK_SIZE, launch:add_kernel:0:num_warps, kernel:k:eviction_policy
     kind: str  # block, factor, group, num_warps, num_stages, unroll, eviction_policy, cache_modifier, launch_order,
     # k_mask, grid, loads
-    # split_k, splits (split_k.py)
+    # split_k, splits (split_k.py), epilogue (epilogue.py)
     label: str  # how the change text names it
     value: int | str
     domain: tuple  # the values it may take (the assignment's constraints come on top)

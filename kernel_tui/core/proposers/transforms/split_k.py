@@ -224,7 +224,7 @@ class SplitK:
         if len(store.args) != 2 or [kw.arg for kw in store.keywords] != ["mask"]:
             return None
         value = store.args[1]
-        if not (isinstance(value, ast.Name) and value.id == acc) and _cast_of(value) != acc:
+        if not (isinstance(value, ast.Name) and value.id == acc) and cast_of(value) != acc:
             return None
         return pid_stmt, loop, store
 
@@ -324,7 +324,7 @@ class SplitK:
         assert isinstance(loop.iter, ast.Call) and isinstance(loop.iter.args[2], ast.Name)
         lo, step = loop.iter.args[0], loop.iter.args[2]
         base, s_m, s_n, _, _ = address
-        acc = _cast_of(value) or text.text(text.start(value), text.end(value))
+        acc = cast_of(value) or text.text(text.start(value), text.end(value))
         a = k.node.args
         last = (a.posonlyargs + a.args)[-1]
         close = text.skip_to_close(text.end(last))
@@ -356,11 +356,11 @@ class SplitK:
         base, s_m, s_n, _, _ = address
         bound = [launch.bindings.get(x) for x in (base.id, *extents, s_m.id, s_n.id)]
         c, m, n, sm, sn = bound
-        if not isinstance(c, ast.Name) or not _simple(m) or not _simple(n) or base.id in SUM_NAMES:
+        if not isinstance(c, ast.Name) or not simple_expression(m) or not simple_expression(n) or base.id in SUM_NAMES:
             return None
-        if not (_stride_of(sm, c.id, 0) and _stride_of(sn, c.id, 1)):
+        if not (stride_of(sm, c.id, 0) and stride_of(sn, c.id, 1)):
             return None
-        cast = value.args[0] if isinstance(value, ast.Call) and _cast_of(value) else None
+        cast = value.args[0] if isinstance(value, ast.Call) and cast_of(value) else None
         if cast is not None and not self._names(cast) <= {base.id, tl.split(".")[0]}:
             return None
         stmt = next((x for x in self._walk(launch.host) if isinstance(x, ast.Expr) and x.value is launch.call), None)
@@ -403,7 +403,7 @@ def _index_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _cast_of(value: ast.AST) -> str | None:
+def cast_of(value: ast.AST) -> str | None:
     """`acc` of `acc.to(dtype)`."""
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to"
             and isinstance(value.func.value, ast.Name) and len(value.args) == 1 and not value.keywords):
@@ -426,7 +426,7 @@ def _dot_update(stmt: ast.stmt) -> str | None:
     return acc if isinstance(third, ast.Name) and third.id == acc else None
 
 
-def _simple(node: ast.AST | None) -> bool:
+def simple_expression(node: ast.AST | None) -> bool:
     """A host expression the edit may write again: a name, an integer, `x.size(i)`, `x.stride(i)`, `x.shape[i]`."""
     if isinstance(node, ast.Name) or int_value(node) is not None:
         return True
@@ -438,7 +438,7 @@ def _simple(node: ast.AST | None) -> bool:
             and not node.keywords)
 
 
-def _stride_of(node: ast.AST | None, tensor: str, dim: int) -> bool:
+def stride_of(node: ast.AST | None, tensor: str, dim: int) -> bool:
     """Whether `node` is `tensor.stride(dim)`."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stride"
             and isinstance(node.func.value, ast.Name) and node.func.value.id == tensor and len(node.args) == 1
