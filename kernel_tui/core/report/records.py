@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,7 @@ class RunRecords:
     def timing_labels(self) -> list[str]:
         found = [ln.timing_label for ln in self.lines]
         found += [r.timing_label for r in (self.summary, self.comparison) if r is not None]
-        return list(dict.fromkeys(lab for lab in found if lab))
+        return merged_labels([lab for lab in found if lab])
 
     @property
     def timing_warnings(self) -> list[str]:
@@ -233,6 +234,24 @@ def _from_git(workspace: Path, problems: list[str]) -> tuple[Version | None, lis
     except Exception as exc:  # noqa: BLE001
         problems.append(f"git history: unreadable ({type(exc).__name__}: {exc})")
         return None, []
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def merged_labels(labels: list[str]) -> list[str]:
+    """One label per timing method: labels that differ only in their measured numbers (the handoff each
+    judge measured: "259 µs handoff subtracted", "267 µs ...") are one method, shown with the numbers' range."""
+    groups: dict[str, list[str]] = {}
+    for lab in labels:
+        groups.setdefault(_NUMBER.sub("#", lab), []).append(lab)
+    out = []
+    for members in groups.values():
+        columns = zip(*(_NUMBER.findall(m) for m in members))
+        spans = [c[0] if len(set(c)) == 1 else f"{min(c, key=float)}–{max(c, key=float)}" for c in columns]
+        pieces = _NUMBER.split(members[0])  # the text around the numbers, then the numbers' spans between
+        out.append("".join(p + (spans[i] if i < len(spans) else "") for i, p in enumerate(pieces)))
+    return out
 
 
 def is_interpreter(device: str, *timing_labels: str) -> bool:

@@ -365,3 +365,12 @@ def test_the_status_line_says_candidates_are_not_confined_whenever_the_preflight
     assert "candidates are not confined" in shown[-1]
     line.show(present.status_view(Ws({"not_confined": ""}), "cpu", info, 1, 5))
     assert "not confined" not in shown[-1]
+
+
+def test_timing_labels_that_differ_only_in_measured_numbers_are_one_method_with_their_range():
+    from kernel_tui.core.report.records import merged_labels
+
+    gpu = "GPU kernel time on NVIDIA H200: 5 calls back to back per window, {} µs handoff subtracted"
+    labels = [gpu.format(267), gpu.format(259), gpu.format(262.5), "CPU interpreter — timings are not GPU timings"]
+    assert merged_labels(labels) == [gpu.format("259–267"), "CPU interpreter — timings are not GPU timings"]
+    assert merged_labels([gpu.format(260)]) == [gpu.format(260)]
