@@ -1,7 +1,7 @@
 """Record what torch.compile writes for KernelBench problems, on a GPU: the generated modules, as test data
 for the rewrite of Inductor's kernels into a task's Triton start (run on the CPU later, without a GPU).
 
-    python bench/record_inductor.py --kernelbench .kernelbench --out DIR [--problems STEM ...] \
+    python bench/record_inductor.py --kernelbench .kernelbench --out DIR [--problems STEM ...] [--dynamic] \
         [--levels 1,2] [--budget SECONDS] [--per-problem SECONDS] [--no-autotune]
 
 Each problem is compiled in a process of its own (a hang or a crash costs that problem only) with Inductor's
@@ -10,6 +10,13 @@ own API, `torch._inductor.utils.run_and_get_code`, and `max_autotune` with `max_
 DIR/STEM.py holds the generated modules (joined, each headed by a comment with its index) and
 DIR/manifest.json a line per problem: status, seconds, the number of Triton kernels, the extern calls left,
 the versions and the device. Problems already in the manifest are skipped: run it again to go on.
+
+The generated code does not say which of a kernel's configurations its autotuner picked (a pointwise or
+reduction kernel carries a list; the launcher chooses at the first call): DIR/STEM.configs.json holds, per
+kernel of the loaded modules, the configurations offered and the one each launcher kept, the literals a Triton
+start writes down. `--dynamic` compiles with symbolic shapes (`torch.compile(dynamic=True)`): kernels and
+wrapper then take the sizes as arguments, which a task with several shapes needs; its files are
+STEM.dynamic.py and STEM.dynamic.configs.json, its manifest key ends in ":dynamic".
 """
 
 from __future__ import annotations
@@ -39,7 +46,26 @@ def problems(root: Path, levels: list[str], stems: list[str] | None) -> list[Pat
     return found
 
 
-def record_one(problem: Path, out: Path, autotune: bool) -> dict:
+def chosen_configs() -> dict:
+    """Per Triton kernel of every module Inductor loaded in this process: the configs offered, the one kept."""
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    def as_dict(cfg) -> dict:
+        return {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+
+    found = {}
+    for module in list(PyCodeCache.modules):
+        for name, value in vars(module).items():
+            if isinstance(value, CachingAutotuner):
+                found[name] = {"heuristic": str(getattr(value, "heuristic_type", "")),
+                               "size_hints": getattr(value, "size_hints", None),
+                               "offered": [as_dict(c) for c in value.configs],
+                               "kept": [as_dict(launcher.config) for launcher in value.launchers]}
+    return found
+
+
+def record_one(problem: Path, out: Path, autotune: bool, dynamic: bool = False) -> dict:
     """In this process: compile the problem's model on the GPU and write what Inductor generated."""
     import torch
     import torch._inductor.config as inductor_config
@@ -53,15 +79,19 @@ def record_one(problem: Path, out: Path, autotune: bool) -> dict:
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     settings = {"max_autotune": True, "max_autotune_gemm_backends": "TRITON"} if autotune else {}
     with torch.no_grad(), inductor_config.patch(settings):
-        _, codes = run_and_get_code(torch.compile(model), *inputs)
+        _, codes = run_and_get_code(torch.compile(model, dynamic=dynamic or None), *inputs)
     header = (f"# torch.compile of KernelBench {problem.parent.name}/{problem.name}: torch {torch.__version__}, "
-              f"{torch.cuda.get_device_name()}, {'max_autotune (Triton GEMMs)' if autotune else 'default'}\n")
+              f"{torch.cuda.get_device_name()}, {'max_autotune (Triton GEMMs)' if autotune else 'default'}"
+              f"{', dynamic shapes' if dynamic else ''}; inputs "
+              f"{[tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs]}\n")
     text = header + "".join(f"\n# --- generated module {i} ---\n{code}" for i, code in enumerate(codes))
-    (out / f"{problem.stem}.py").write_text(text, encoding="utf-8")
+    stem = problem.stem + (".dynamic" if dynamic else "")
+    (out / f"{stem}.py").write_text(text, encoding="utf-8")
+    (out / f"{stem}.configs.json").write_text(json.dumps(chosen_configs(), indent=1, default=str) + "\n")
     import triton
 
     return {"modules": len(codes), **kernel_counts("\n".join(codes)), "torch": torch.__version__,
-            "triton": triton.__version__, "device": torch.cuda.get_device_name(), "autotune": autotune}
+            "triton": triton.__version__, "device": torch.cuda.get_device_name(), "autotune": autotune, "dynamic": dynamic}
 
 
 def main() -> int:
@@ -73,17 +103,18 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=540)
     ap.add_argument("--per-problem", type=float, default=150)
     ap.add_argument("--no-autotune", action="store_true")
+    ap.add_argument("--dynamic", action="store_true", help="symbolic shapes: sizes become arguments")
     ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)  # the child: one problem, its line on stdout
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.one is not None:
-        print(json.dumps(record_one(args.one, args.out, not args.no_autotune)))
+        print(json.dumps(record_one(args.one, args.out, not args.no_autotune, args.dynamic)))
         return 0
     manifest_path = args.out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     end = time.monotonic() + args.budget
     for problem in problems(args.kernelbench, args.levels.split(","), args.problems):
-        key = f"{problem.parent.name}/{problem.stem}"
+        key = f"{problem.parent.name}/{problem.stem}" + (":dynamic" if args.dynamic else "")
         if key in manifest:
             continue
         left = end - time.monotonic()
@@ -93,6 +124,7 @@ def main() -> int:
         t0 = time.monotonic()
         cmd = [sys.executable, __file__, "--out", str(args.out), "--one", str(problem)]
         cmd += ["--no-autotune"] if args.no_autotune else []
+        cmd += ["--dynamic"] if args.dynamic else []
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=min(args.per_problem, left))
             last = (done.stdout.strip().splitlines() or [""])[-1]
