@@ -5,9 +5,11 @@
 `placeholders` names, for each of the graph's arguments in order, the task argument it is or a size expression
 (`x.shape[0]`); derive_placeholders() makes it from the task tensors the graph takes. Buffers are allocated with
 `torch.empty_strided`; a returned buffer that is a plain row-major allocation is replaced by the task's output
-tensor, so the kernel that fills it writes the output directly (the policy allows no copy into it). Each launch
-config is module-level constants (`XBLOCK_0`, `NUM_WARPS_0`, ...), knobs the search finds; `configs` (per kernel
-name, what bench/record_inductor.py keeps in STEM.configs.json) supplies them, else launch.DEFAULT_CONFIGS.
+tensor, so the kernel that fills it writes the output directly (the policy allows no copy into it). A launch's
+block sizes are module-level constants (`XBLOCK_0 = 1024`, one set per launch), its warps and stages literal
+keywords of the launch: the forms in which the search's knob analysis (transforms.analyze) finds them. `configs`
+(per kernel name, what bench/record_inductor.py keeps in STEM.configs.json) supplies them, else
+launch.DEFAULT_CONFIGS.
 
 Refused, with a one-line Refusal naming what stays eager: extern and aten calls (library GEMMs and the like),
 `reinterpret_tensor` views, template kernels, helpers without a `tl` form, statically shaped kernels for a task
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.inductor.generated import (
     Alias,
@@ -31,19 +34,23 @@ from kernel_tui.core.inductor.generated import (
     Reinterpret,
     Return,
     Unpack,
+    parse_generated,
 )
 from kernel_tui.core.inductor.kernels import Refusal, rewrite_kernel
 from kernel_tui.core.inductor.launch import (
-    LaunchConfig,
     block_value,
     body_blocks,
     config_for,
+    derive_placeholders,
     grid_axes,
     is_contiguous,
 )
 
+if TYPE_CHECKING:
+    from kernel_tui.core.task import TaskSpec
+
 HEADER = '''"""Triton start from torch.compile (Inductor): its kernels as plain @triton.jit functions and its wrapper's
-launches in one launch(); block sizes, warps and stages are the module-level constants."""
+launches in one launch(); block sizes are the module-level constants, warps and stages the launch's keywords."""
 
 import torch
 import triton
@@ -102,8 +109,8 @@ class _Host:
                 raise Refusal(f"kernel {kernel.name} takes no {prefix}numel: its grid is unknown")
             step = f"{block}_{i}" if block in kernel.constexprs else str(fixed.get(block, 1))
             grid.append(f"triton.cdiv({size}, {step})")
-        self.constants += [f"NUM_WARPS_{i} = {config.num_warps}", f"NUM_STAGES_{i} = {config.num_stages}"]
-        keywords += [f"num_warps=NUM_WARPS_{i}", f"num_stages=NUM_STAGES_{i}"]
+        # warps and stages as literals at the launch: the form transforms.analyze() offers as knobs
+        keywords += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
         self.lines.append(f"{kernel.name}[({', '.join(grid)},)]({', '.join(args + keywords)})")
 
 
@@ -144,16 +151,20 @@ def _device(generated: Generated, env: dict[str, str]) -> str:
     tensors = [env[op.name] for op in generated.of(AssertSizeStride) if op.name in env]
     if not tensors:
         raise Refusal("the graph takes no tensor to place its buffers beside: keep the eager start")
-    return f"{ast.parse(tensors[0], mode='eval').body and tensors[0]}.device"
+    return f"{tensors[0]}.device"
 
 
-def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> None:
-    for op in host.generated.ops:
+def _refuse_unsupported(generated: Generated) -> None:
+    for op in generated.ops:
         if isinstance(op, ExternCall):
             raise Refusal(f"extern call {op.target} stays a library call: keep the eager start")
         if isinstance(op, Reinterpret):
             raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view the policy allows no as_strided for: "
                           "keep the eager start")
+
+
+def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> None:
+    for op in host.generated.ops:
         if isinstance(op, Bind):
             host.lines.append(f"{op.name} = {host.expr(op.expr)}")
         elif isinstance(op, Alias):
@@ -181,6 +192,7 @@ def rewrite(
     single_shape: bool = False,
 ) -> str:
     """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager."""
+    _refuse_unsupported(generated)
     kernels = []
     libdevice = False
     for kernel in generated.kernels.values():
@@ -199,6 +211,15 @@ def rewrite(
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
-def launch_config(entry: dict) -> LaunchConfig:
-    """A recorded config entry as the rewrite reads it (for callers that inspect configs)."""
-    return LaunchConfig.from_record(entry)
+def rewrite_for_task(source: str, spec: TaskSpec, tensors: list[str], configs: dict[str, dict] | None = None) -> str:
+    """The start for a task from one generated module: `tensors` names the task tensors the graph takes, in
+    order; its outputs, launch order and shape count come from the task."""
+    generated = parse_generated(source)
+    return rewrite(
+        generated,
+        launch_arguments=list(spec.launch_arguments),
+        placeholders=derive_placeholders(generated, tensors),
+        outputs=[t.name for t in spec.tensors if t.kind == "output"],
+        configs=configs,
+        single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
+    )
