@@ -27,7 +27,7 @@ class Refusal(ValueError):
     """The rewrite cannot give a Triton start: one line saying what stays eager and why."""
 
 
-REDUCTIONS = {"max2": "tl.max", "min2": "tl.min", "sum": "tl.sum", "prod": None}
+REDUCTIONS = {"max2": "tl.max", "min2": "tl.min"}
 NAN_PROPAGATING = ("maximum", "minimum")
 NUMEL_NAMES = ("xnumel", "ynumel", "znumel", "r0_numel", "r1_numel", "rnumel")
 SUPPORTED_HEURISTICS = ("pointwise", "reduction", "persistent_reduction")
@@ -76,7 +76,7 @@ class _Helpers(ast.NodeTransformer):
             wins = ast.Compare(a, [ast.Gt() if fn == "maximum" else ast.Lt()], [b])
             nan = ast.Compare(a, [ast.NotEq()], [a])
             return ast.Call(_attr("tl.where"), [ast.BinOp(wins, ast.BitOr(), nan), a, b], [])
-        if REDUCTIONS.get(fn):
+        if fn in REDUCTIONS:
             node.func = _attr(REDUCTIONS[fn])
             return node
         raise Refusal(f"kernel {self.kernel} calls triton_helpers.{fn}, which the rewrite has no tl form for: "

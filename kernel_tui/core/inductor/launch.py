@@ -5,7 +5,9 @@ symbol inserted where dynamic shapes made one an argument (`s77 = arg0_1`). A sy
 that is the size i of tensor T in an `assert_size_stride` is `T.shape[i]`; tensors are named by the caller.
 
 A kernel's grid comes from its body: each `<p>offset = tl.program_id(n) * <P>BLOCK` (p in x, y, z) makes axis n
-`triton.cdiv(<p>numel, <P>BLOCK)`, with `<p>numel` the launch's argument at that parameter. A block set inside
+`triton.cdiv(<p>numel, <P>BLOCK)`, with `<p>numel` the launch's argument at that parameter. Inductor's y offset
+`(tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)) * YBLOCK` (Grid2DWithYZOverflow) takes at most
+65535 programs on axis 1 and the rounds of them on axis 2; the programs past ynumel are masked by the kernel. A block set inside
 the body (`XBLOCK: tl.constexpr = 1`, Inductor's no-x-dim persistent reductions) is a literal in the grid; a
 block that is a constexpr parameter is a module-level constant (`XBLOCK_0 = 1024`) the search can change.
 """
@@ -20,6 +22,8 @@ from kernel_tui.core.inductor.generated import AssertSizeStride, Bind, Generated
 from kernel_tui.core.inductor.kernels import Refusal, kernel_function
 
 PREFIXES = ("x", "y", "z")
+OVERFLOW = -1
+MAX_GRID_YZ = 65535  # CUDA's limit on grid dimensions y and z
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,20 @@ def is_contiguous(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:
     return True
 
 
+def _program_axis(value: ast.expr, block: str) -> int | None:
+    """n where `value` is `tl.program_id(n) * block`; OVERFLOW for Inductor's y axis spilling into z."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and ast.unparse(value.right) == block):
+        return None
+    if ast.unparse(value.left) == "tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)":
+        return OVERFLOW
+    if not (isinstance(value.left, ast.Call) and ast.unparse(value.left.func) == "tl.program_id"):
+        return None
+    args = value.left.args
+    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
+        return args[0].value
+    return None
+
+
 def grid_axes(kernel: Kernel) -> dict[int, str]:
     """Program axis -> the prefix it tiles ('x', 'y'); refused where the body computes its offsets otherwise."""
     fn = kernel_function(kernel)
@@ -142,16 +160,15 @@ def grid_axes(kernel: Kernel) -> dict[int, str]:
         target = node.targets[0].id
         if target not in {f"{p}offset" for p in PREFIXES}:
             continue
-        value = node.value
         prefix = target[0]
-        plain = (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and isinstance(value.left, ast.Call)
-                 and ast.unparse(value.left.func) == "tl.program_id" and len(value.left.args) == 1
-                 and isinstance(value.left.args[0], ast.Constant)
-                 and ast.unparse(value.right) == f"{prefix.upper()}BLOCK")
-        if not plain:
+        axis = _program_axis(node.value, f"{prefix.upper()}BLOCK")
+        if axis is None:
             raise Refusal(f"kernel {kernel.name}: its {target} is not tl.program_id(n) * {prefix.upper()}BLOCK, "
                           "the grid the rewrite knows: keep the eager start")
-        axes[value.left.args[0].value] = prefix
+        if axis == OVERFLOW:  # axis 1 holds at most MAX_GRID_YZ programs, axis 2 counts the rounds of it
+            axes[1], axes[2] = prefix, f"{prefix}:overflow"
+        else:
+            axes[axis] = prefix
     if sorted(axes) != list(range(len(axes))) or "x" not in axes.values():
         raise Refusal(f"kernel {kernel.name}: program axes {sorted(axes)} do not make a grid the rewrite knows")
     return axes

@@ -38,6 +38,7 @@ from kernel_tui.core.inductor.generated import (
 )
 from kernel_tui.core.inductor.kernels import Refusal, rewrite_kernel
 from kernel_tui.core.inductor.launch import (
+    MAX_GRID_YZ,
     block_value,
     body_blocks,
     config_for,
@@ -102,13 +103,17 @@ class _Host:
             self.constants.append(f"{name}_{i} = {block_value(kernel, name, config)}")
             keywords.append(f"{name}={name}_{i}")
         grid = []
-        for _axis, prefix in sorted(grid_axes(kernel).items()):
+        for _axis, role in sorted(grid_axes(kernel).items()):
+            prefix, _, overflow = role.partition(":")
             block = f"{prefix.upper()}BLOCK"
             size = by_param.get(f"{prefix}numel")
             if size is None:
                 raise Refusal(f"kernel {kernel.name} takes no {prefix}numel: its grid is unknown")
             step = f"{block}_{i}" if block in kernel.constexprs else str(fixed.get(block, 1))
-            grid.append(f"triton.cdiv({size}, {step})")
+            programs = f"triton.cdiv({size}, {step})"
+            if role == "y" and "y:overflow" in grid_axes(kernel).values():
+                programs = f"min({programs}, {MAX_GRID_YZ})"
+            grid.append(f"triton.cdiv({programs}, {MAX_GRID_YZ})" if overflow else programs)
         # warps and stages as literals at the launch: the form transforms.analyze() offers as knobs
         keywords += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
         self.lines.append(f"{kernel.name}[({', '.join(grid)},)]({', '.join(args + keywords)})")

@@ -15,7 +15,7 @@ from kernel_tui.core.proposers.transforms import analyze
 from tests.core.inductor.support import generated_source, spec_of, task_dir, tensors_of
 
 SUPPORTED = [("scale_leaky_relu", "dynamic"), ("gelu", "dynamic"), ("softmax_rows", "dynamic"),
-             ("rms_norm", "dynamic"), ("softmax_one_shape", "static")]
+             ("rms_norm", "dynamic"), ("transpose_scale", "dynamic"), ("softmax_one_shape", "static")]
 
 
 def baseline(name: str, kind: str = "dynamic", configs: dict | None = None) -> str:
@@ -132,3 +132,11 @@ def test_a_view_of_a_buffer_is_refused():
     with pytest.raises(Refusal) as exc:
         rewrite_for_task(source, spec_of("gelu"), ["x"])
     assert "reinterpret_tensor" in one_line(exc)
+
+
+def test_a_2d_tiled_kernel_gets_its_y_axis_with_inductors_overflow_into_z():
+    source = baseline("transpose_scale")
+    assert "XBLOCK_0 = 32" in source and "YBLOCK_0 = 32" in source
+    grid = ("[(triton.cdiv(s77, XBLOCK_0), min(triton.cdiv(s27, YBLOCK_0), 65535), "
+            "triton.cdiv(triton.cdiv(s27, YBLOCK_0), 65535),)]")
+    assert grid in source
