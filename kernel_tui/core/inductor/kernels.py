@@ -1,0 +1,124 @@
+"""One Inductor kernel as a plain `@triton.jit` function: its decorators and helper calls rewritten to `tl`.
+
+Inductor's kernels call `triton_helpers` (its own jit functions), `tl_math` (triton.language.math) and
+`libdevice`. A candidate may import only torch, triton, triton.language and libdevice, so each helper becomes
+the `tl` call it stands for; one without an equivalent here is refused, named, and the problem keeps its
+eager start. `triton_helpers.maximum`/`minimum` propagate NaN; they become the helper's own
+`tl.where(a > b | a != a, a, b)`;
+`max2`/`min2` become `tl.max`/`tl.min`, which do not propagate NaN through a reduction (the one difference).
+A libdevice function that `tl` has (exp, erf, rsqrt, ...) becomes the `tl` call: Triton's CPU interpreter
+runs `tl` math but not libdevice, and the GPU lowers both to the same device functions but for exp/rsqrt,
+where tl uses the fast approximations. Others stay `libdevice.<f>`, from `triton.language.extra` (the
+backend-neutral module the GPU backend resolves): such a start runs on a GPU only.
+
+A statically shaped kernel sets its sizes in its body (`xnumel = 128`); a task with several shapes needs
+Inductor's dynamic-shape code (`torch.compile(dynamic=True)`), so those kernels are refused for it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from kernel_tui.core.inductor.generated import Kernel, dotted
+from kernel_tui.core.policy.allowlist import LIBDEVICE_NAMES, TRITON_LANGUAGE_NAMES
+
+
+class Refusal(ValueError):
+    """The rewrite cannot give a Triton start: one line saying what stays eager and why."""
+
+
+REDUCTIONS = {"max2": "tl.max", "min2": "tl.min"}
+NAN_PROPAGATING = ("maximum", "minimum")
+NUMEL_NAMES = ("xnumel", "ynumel", "znumel", "r0_numel", "r1_numel", "rnumel")
+SUPPORTED_HEURISTICS = ("pointwise", "reduction", "persistent_reduction")
+
+
+def _attr(path: str) -> ast.expr:
+    node: ast.expr = ast.Name(path.split(".")[0], ast.Load())
+    for part in path.split(".")[1:]:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
+
+
+class _Helpers(ast.NodeTransformer):
+    """Rewrites the helper calls of one kernel body; `uses_libdevice` tells the caller to import it."""
+
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
+        self.uses_libdevice = False
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        module, _, fn = dotted(node.func).rpartition(".")
+        if module not in ("triton_helpers", "tl_math", "libdevice", "tl.math"):
+            self.generic_visit(node)
+            return node
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        if module == "triton_helpers":
+            return self._helper(node, fn)
+        if module in ("tl_math", "libdevice", "tl.math"):
+            if fn in TRITON_LANGUAGE_NAMES:
+                node.func = _attr(f"tl.{fn}")
+            elif fn in LIBDEVICE_NAMES:
+                node.func = _attr(f"libdevice.{fn}")
+                self.uses_libdevice = True
+            else:
+                raise Refusal(f"kernel {self.kernel} calls {module}.{fn}, which neither tl nor libdevice has: "
+                              "keep the eager start")
+        return node
+
+    def _helper(self, node: ast.Call, fn: str) -> ast.AST:
+        if fn == "promote_to_tensor" and len(node.args) == 1:
+            return node.args[0]
+        if fn in NAN_PROPAGATING and len(node.args) == 2:
+            # the helper's own form: a NaN in the first wins (tl.PropagateNan is not reachable under the policy)
+            a, b = node.args
+            wins = ast.Compare(a, [ast.Gt() if fn == "maximum" else ast.Lt()], [b])
+            nan = ast.Compare(a, [ast.NotEq()], [a])
+            return ast.Call(_attr("tl.where"), [ast.BinOp(wins, ast.BitOr(), nan), a, b], [])
+        if fn in REDUCTIONS:
+            node.func = _attr(REDUCTIONS[fn])
+            return node
+        raise Refusal(f"kernel {self.kernel} calls triton_helpers.{fn}, which the rewrite has no tl form for: "
+                      "keep the eager start")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in ("triton_helpers", "tl_math", "triton_heuristics"):
+            raise Refusal(f"kernel {self.kernel} uses {node.id} other than in a call the rewrite knows: "
+                          "keep the eager start")
+        return node
+
+
+def static_numels(fn: ast.FunctionDef) -> dict[str, int]:
+    """The sizes a statically shaped kernel sets in its body: {'xnumel': 128, 'r0_numel': 300}."""
+    found = {}
+    for stmt in fn.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id in NUMEL_NAMES and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, int)):
+            found[stmt.targets[0].id] = stmt.value.value
+    return found
+
+
+def kernel_function(kernel: Kernel) -> ast.FunctionDef:
+    tree = ast.parse(kernel.source)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel.name)
+    return fn
+
+
+def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, bool]:
+    """The kernel as plain `@triton.jit` source, and whether it calls libdevice."""
+    if kernel.heuristic == "template":
+        raise Refusal(f"kernel {kernel.name} is an Inductor template (a GEMM or convolution), not supported yet: "
+                      "keep the eager start")
+    if kernel.heuristic not in SUPPORTED_HEURISTICS:
+        raise Refusal(f"kernel {kernel.name} is a {kernel.heuristic or 'undecorated'} kernel, which the rewrite "
+                      "does not launch: keep the eager start")
+    fn = kernel_function(kernel)
+    if static_numels(fn) and not single_shape:
+        raise Refusal(f"kernel {kernel.name} is compiled for one static shape and the task has several: "
+                      "record it with torch.compile(dynamic=True)")
+    fn.decorator_list = [_attr("triton.jit")]
+    helpers = _Helpers(kernel.name)
+    fn = helpers.visit(fn)
+    return ast.unparse(ast.fix_missing_locations(fn)), helpers.uses_libdevice

@@ -1,0 +1,230 @@
+"""Inductor's generated module as a task's Triton start: its kernels and one `launch(...)` in the task's order.
+
+    rewrite(generated, launch_arguments=[...], placeholders=[...], outputs=[...], configs=None, single_shape=False)
+
+`placeholders` names, for each of the graph's arguments in order, the task argument it is or a size expression
+(`x.shape[0]`); derive_placeholders() makes it from the task tensors the graph takes. Buffers are allocated with
+`torch.empty_strided`; a returned buffer that is a plain row-major allocation is replaced by the task's output
+tensor, so the kernel that fills it writes the output directly (the policy allows no copy into it). A launch's
+block sizes are module-level constants (`XBLOCK_0 = 1024`, one set per launch), its warps and stages literal
+keywords of the launch: the forms in which the search's knob analysis (transforms.analyze) finds them. `configs`
+(per kernel name, what bench/record_inductor.py keeps in STEM.configs.json) supplies them, else
+launch.DEFAULT_CONFIGS.
+
+Refused, with a one-line Refusal naming what stays eager: extern and aten calls (library GEMMs and the like),
+`reinterpret_tensor` views, template kernels, helpers without a `tl` form, statically shaped kernels for a task
+with several shapes, and returned buffers that are not plain allocations.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kernel_tui.core.inductor.generated import (
+    Alias,
+    Alloc,
+    AssertSizeStride,
+    Bind,
+    Delete,
+    ExternCall,
+    Generated,
+    Launch,
+    Reinterpret,
+    Return,
+    Unpack,
+    parse_generated,
+)
+from kernel_tui.core.inductor.kernels import Refusal, rewrite_kernel
+from kernel_tui.core.inductor.launch import (
+    MAX_GRID_YZ,
+    block_value,
+    body_blocks,
+    config_for,
+    derive_placeholders,
+    grid_axes,
+    is_contiguous,
+)
+
+if TYPE_CHECKING:
+    from kernel_tui.core.task import TaskSpec
+
+HEADER = '''"""Triton start from torch.compile (Inductor): its kernels as plain @triton.jit functions and its wrapper's
+launches in one launch(); block sizes are the module-level constants, warps and stages the launch's keywords."""
+
+import torch
+import triton
+import triton.language as tl
+'''
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.env:
+            return ast.parse(self.env[node.id], mode="eval").body
+        return node
+
+
+@dataclass
+class _Host:
+    """The launch body being written: names of the generated code as task expressions, and its lines."""
+
+    generated: Generated
+    env: dict[str, str]
+    device: str
+    lines: list[str] = field(default_factory=list)
+    constants: list[str] = field(default_factory=list)
+    launched: int = 0
+
+    def expr(self, text: str, *, calls: bool = False) -> str:
+        tree = ast.parse(text, mode="eval")
+        if not calls and any(isinstance(n, ast.Call) for n in ast.walk(tree)):
+            raise Refusal(f"launch argument {text} is a call (a view or conversion) the rewrite does not make: "
+                          "keep the eager start")
+        return ast.unparse(_Rename(self.env).visit(tree))
+
+    def launch(self, op: Launch, configs: dict | None) -> None:
+        kernel = self.generated.kernels[op.kernel]
+        params = kernel.runtime_params
+        if len(op.args) != len(params):
+            raise Refusal(f"kernel {kernel.name} launched with {len(op.args)} arguments for {len(params)} parameters")
+        args = [self.expr(a) for a in op.args]
+        by_param = dict(zip(params, args))
+        config = config_for(kernel, configs)
+        i = self.launched
+        self.launched += 1
+        fixed = body_blocks(kernel)
+        keywords = []
+        for name in kernel.constexprs:
+            self.constants.append(f"{name}_{i} = {block_value(kernel, name, config)}")
+            keywords.append(f"{name}={name}_{i}")
+        grid = []
+        for _axis, role in sorted(grid_axes(kernel).items()):
+            prefix, _, overflow = role.partition(":")
+            block = f"{prefix.upper()}BLOCK"
+            size = by_param.get(f"{prefix}numel")
+            if size is None:
+                raise Refusal(f"kernel {kernel.name} takes no {prefix}numel: its grid is unknown")
+            step = f"{block}_{i}" if block in kernel.constexprs else str(fixed.get(block, 1))
+            programs = f"triton.cdiv({size}, {step})"
+            if role == "y" and "y:overflow" in grid_axes(kernel).values():
+                programs = f"min({programs}, {MAX_GRID_YZ})"
+            grid.append(f"triton.cdiv({programs}, {MAX_GRID_YZ})" if overflow else programs)
+        # warps and stages as literals at the launch: the form transforms.analyze() offers as knobs
+        keywords += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
+        self.lines.append(f"{kernel.name}[({', '.join(grid)},)]({', '.join(args + keywords)})")
+
+
+def _root(name: str, aliases: dict[str, str]) -> str:
+    while name in aliases:
+        name = aliases[name]
+    return name
+
+
+def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
+    """Each returned buffer's allocation -> the task output it becomes."""
+    aliases = {op.name: op.source for op in generated.of(Alias)}
+    allocs = {op.name: op for op in generated.of(Alloc)}
+    returns = generated.of(Return)
+    returned = list(returns[-1].exprs) if returns else []
+    if len(returned) != len(outputs):
+        raise Refusal(f"the graph returns {len(returned)} tensors, the task has {len(outputs)} outputs: "
+                      "keep the eager start")
+    chosen = {}
+    for expr, out in zip(returned, outputs):
+        alloc = allocs.get(_root(expr, aliases))
+        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen:
+            raise Refusal(f"returned {expr} is not a plain row-major buffer to write {out} through, and the policy "
+                          "allows no copy into an output: keep the eager start")
+        chosen[alloc.name] = out
+    return chosen
+
+
+def _placeholder_env(generated: Generated, placeholders: list[str]) -> dict[str, str]:
+    unpack = generated.of(Unpack)
+    names = unpack[0].names if unpack else ()
+    if len(names) != len(placeholders):
+        raise Refusal(f"the graph takes {len(names)} arguments, {len(placeholders)} placeholders were given")
+    return dict(zip(names, placeholders))
+
+
+def _device(generated: Generated, env: dict[str, str]) -> str:
+    tensors = [env[op.name] for op in generated.of(AssertSizeStride) if op.name in env]
+    if not tensors:
+        raise Refusal("the graph takes no tensor to place its buffers beside: keep the eager start")
+    return f"{tensors[0]}.device"
+
+
+def _refuse_unsupported(generated: Generated) -> None:
+    for op in generated.ops:
+        if isinstance(op, ExternCall):
+            raise Refusal(f"extern call {op.target} stays a library call: keep the eager start")
+        if isinstance(op, Reinterpret):
+            raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view the policy allows no as_strided for: "
+                          "keep the eager start")
+
+
+def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> None:
+    for op in host.generated.ops:
+        if isinstance(op, Bind):
+            host.lines.append(f"{op.name} = {host.expr(op.expr)}")
+        elif isinstance(op, Alias):
+            host.env[op.name] = host.env.get(op.source, op.source)
+        elif isinstance(op, Alloc):
+            if op.name in outputs:
+                host.env[op.name] = outputs[op.name]
+                continue
+            sizes, strides = (host.expr(f"({', '.join(t)},)") for t in (op.sizes, op.strides))
+            host.lines.append(f"{op.name} = torch.empty_strided({sizes}, {strides}, dtype={op.dtype}, "
+                              f"device={host.device})")
+        elif isinstance(op, Launch):
+            host.launch(op, configs)
+        elif not isinstance(op, Unpack | AssertSizeStride | Delete | Return):
+            raise Refusal(f"{type(op).__name__} in the generated call() is not one the rewrite knows")
+
+
+def rewrite(
+    generated: Generated,
+    *,
+    launch_arguments: list[str],
+    placeholders: list[str],
+    outputs: list[str],
+    configs: dict[str, dict] | None = None,
+    single_shape: bool = False,
+) -> str:
+    """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager."""
+    _refuse_unsupported(generated)
+    kernels = []
+    libdevice = False
+    for kernel in generated.kernels.values():
+        source, uses = rewrite_kernel(kernel, single_shape=single_shape)
+        kernels.append(source)
+        libdevice |= uses
+    env = _placeholder_env(generated, placeholders)
+    host = _Host(generated, env, _device(generated, env))
+    _host_body(host, _output_buffers(generated, outputs), configs)
+    if not host.launched:
+        raise Refusal("the generated call() launches no Triton kernel: keep the eager start")
+    header = HEADER + ("from triton.language.extra import libdevice\n" if libdevice else "")
+    body = "\n".join(f"    {line}" for line in host.lines)
+    parts = [header, "\n".join(host.constants) + "\n", *kernels,
+             f"def launch({', '.join(launch_arguments)}):\n{body}\n"]
+    return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def rewrite_for_task(source: str, spec: TaskSpec, tensors: list[str], configs: dict[str, dict] | None = None) -> str:
+    """The start for a task from one generated module: `tensors` names the task tensors the graph takes, in
+    order; its outputs, launch order and shape count come from the task."""
+    generated = parse_generated(source)
+    return rewrite(
+        generated,
+        launch_arguments=list(spec.launch_arguments),
+        placeholders=derive_placeholders(generated, tensors),
+        outputs=[t.name for t in spec.tensors if t.kind == "output"],
+        configs=configs,
+        single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
+    )

@@ -1,0 +1,142 @@
+"""The rewrite of Inductor's modules into task baselines: the policy passes them, the project's evaluator finds
+them correct on the CPU interpreter, the search finds their knobs, and what cannot be rewritten is refused in
+one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernel_tui.core.inductor import Refusal, derive_placeholders, parse_generated, rewrite, rewrite_for_task
+from kernel_tui.core.policy import check_source
+from kernel_tui.core.proposers.transforms import analyze
+from tests.core.inductor.support import generated_source, spec_of, task_dir, tensors_of
+
+SUPPORTED = [("scale_leaky_relu", "dynamic"), ("gelu", "dynamic"), ("softmax_rows", "dynamic"),
+             ("rms_norm", "dynamic"), ("transpose_scale", "dynamic"), ("softmax_one_shape", "static")]
+
+
+def baseline(name: str, kind: str = "dynamic", configs: dict | None = None) -> str:
+    return rewrite_for_task(generated_source(name, kind), spec_of(name), tensors_of(name, kind), configs)
+
+
+@pytest.mark.parametrize("name, kind", SUPPORTED)
+def test_the_baseline_passes_the_policy(name, kind):
+    spec = spec_of(name)
+    report = check_source(baseline(name, kind), entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
+                          tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"])
+    assert report.ok, report.violations
+
+
+@pytest.mark.parametrize("name, kind", SUPPORTED)
+def test_the_baseline_is_correct_on_the_interpreter(name, kind, tmp_path: Path):
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.task import load_task
+
+    root = tmp_path / name
+    shutil.copytree(task_dir(name), root)
+    source = baseline(name, kind)
+    (root / "baseline.py").write_text(source)
+    evaluator = Evaluator(load_task(root), device="cpu")
+    try:
+        result = evaluator.check(source)
+    finally:
+        evaluator.close()
+    assert result.status.value == "ok", result.reason
+    assert result.cases and all(c.passed for c in result.cases)
+
+
+def test_symbols_come_from_the_tensors_sizes():
+    g = parse_generated(generated_source("rms_norm"))
+    assert derive_placeholders(g, ["x", "weight"]) == ["x.shape[0]", "x.shape[1]", "x", "weight"]
+    source = baseline("rms_norm")
+    assert "s77 = x.shape[0]" in source and "s27 = x.shape[1]" in source
+    # the returned buffer is a plain allocation: the kernel writes the output directly, nothing is allocated
+    assert "torch.empty_strided" not in source and "(x, weight, output, s27, s77, s27," in source
+
+
+def test_helpers_become_tl_and_inductors_decorators_go():
+    source = baseline("softmax_rows")
+    assert "triton_helpers" not in source and "triton_heuristics" not in source and "set_driver_to_cpu" not in source
+    assert "tl.max(_tmp2, 1)" in source and "tl.where((_tmp2 > tmp1) | (_tmp2 != _tmp2), _tmp2, tmp1)" in source
+    assert "tl.exp(tmp5)" in source and "libdevice" not in source
+    assert "[(triton.cdiv(s77, XBLOCK_0),)]" in source
+
+
+def test_a_libdevice_function_tl_lacks_stays_libdevice():
+    source = generated_source("gelu").replace("libdevice.erf(tmp4)", "libdevice.tanh(tmp4)")
+    out = rewrite_for_task(source, spec_of("gelu"), ["x"])
+    assert "libdevice.tanh(tmp4)" in out and "from triton.language.extra import libdevice" in out
+    assert check_source(out, entrypoint="launch", launch_arguments=["x", "output"]).ok
+
+
+def test_the_knobs_are_found_by_the_search():
+    knobs = analyze(baseline("rms_norm")).knobs
+    assert knobs["const:XBLOCK_0"].value == 1 and knobs["const:R0_BLOCK_0"].value == 1024
+    assert knobs["launch:triton_red_fused_add_mean_mul_pow_rsqrt_0:0:num_warps"].value == 8
+    assert "launch:triton_red_fused_add_mean_mul_pow_rsqrt_0:0:num_stages" in knobs  # a loop: it pipelines
+    knobs = analyze(baseline("gelu")).knobs
+    assert knobs["const:XBLOCK_0"].value == 1024 and knobs["launch:triton_poi_fused_gelu_0:0:num_warps"].value == 4
+
+
+def test_recorded_configs_set_the_constants():
+    kept = {"triton_poi_fused_gelu_0": {"heuristic": "pointwise", "offered": [],
+                                        "kept": [{"kwargs": {"XBLOCK": 256}, "num_warps": 2, "num_stages": 1}]}}
+    source = baseline("gelu", configs=kept)
+    assert "XBLOCK_0 = 256" in source and "num_warps=2" in source
+    plain = {"triton_poi_fused_gelu_0": {"kwargs": {"XBLOCK": 512}, "num_warps": 8, "num_stages": 1}}
+    assert "XBLOCK_0 = 512" in baseline("gelu", configs=plain)
+
+
+def one_line(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text and isinstance(exc.value, ValueError)
+    return text
+
+
+def test_an_extern_call_is_refused():
+    with pytest.raises(Refusal) as exc:
+        baseline("linear_relu")
+    assert one_line(exc) == "extern call extern_kernels.addmm stays a library call: keep the eager start"
+
+
+def test_an_unknown_helper_is_refused():
+    source = generated_source("gelu").replace("libdevice.erf(tmp4)", "triton_helpers.div_floor_integer(tmp4, tmp3)")
+    with pytest.raises(Refusal) as exc:
+        rewrite_for_task(source, spec_of("gelu"), ["x"])
+    assert "triton_helpers.div_floor_integer" in one_line(exc) and "keep the eager start" in str(exc.value)
+
+
+def test_static_code_for_a_task_with_several_shapes_is_refused():
+    g = parse_generated(generated_source("scale_leaky_relu", "static"))
+    with pytest.raises(Refusal) as exc:
+        rewrite(g, launch_arguments=["x", "output"], placeholders=["x"], outputs=["output"], single_shape=False)
+    assert "static shape" in one_line(exc) and "dynamic=True" in str(exc.value)
+    # the same code is fine for a task of one shape
+    assert "xnumel = 4773" in rewrite(g, launch_arguments=["x", "output"], placeholders=["x"], outputs=["output"],
+                                      single_shape=True)
+
+
+def test_a_template_kernel_is_refused():
+    source = generated_source("gelu").replace("@triton_heuristics.pointwise(", "@triton_heuristics.template(")
+    with pytest.raises(Refusal) as exc:
+        rewrite_for_task(source, spec_of("gelu"), ["x"])
+    assert "template" in one_line(exc) and "not supported yet" in str(exc.value)
+
+
+def test_a_view_of_a_buffer_is_refused():
+    source = generated_source("gelu").replace(
+        "return (buf0, )", "buf1 = reinterpret_tensor(buf0, (s27, s77), (1, s27), 0)\n        return (buf1, )")
+    with pytest.raises(Refusal) as exc:
+        rewrite_for_task(source, spec_of("gelu"), ["x"])
+    assert "reinterpret_tensor" in one_line(exc)
+
+
+def test_a_2d_tiled_kernel_gets_its_y_axis_with_inductors_overflow_into_z():
+    source = baseline("transpose_scale")
+    assert "XBLOCK_0 = 32" in source and "YBLOCK_0 = 32" in source
+    grid = ("[(triton.cdiv(s77, XBLOCK_0), min(triton.cdiv(s27, YBLOCK_0), 65535), "
+            "triton.cdiv(triton.cdiv(s27, YBLOCK_0), 65535),)]")
+    assert grid in source
