@@ -11,7 +11,7 @@ from kernel_tui.cli.exits import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_OK
 from kernel_tui.cli.parser import build_parser
 from kernel_tui.core.errors import KernelTuiError
 
-COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-task", "import", "suite"}
+COMMANDS = {"run", "history", "restore", "report", "eval", "compare", "check-task", "import", "start-from-inductor", "suite"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
-"""`kernel-tui import kernelbench PROBLEM.py|DIR [--out DIR] [--precision ...] [--baseline FILE] [--force]`.
+"""`kernel-tui import kernelbench PROBLEM.py|DIR [--out DIR] [--precision ...] [--baseline FILE] [--force]
+[--start eager|inductor]`.
 
 A directory imports every *.py problem in it, one line per problem (ok, or refused and why); one refusal
 does not stop the others. Exit status: 0 all imported, 1 some refused, 2 bad arguments.
@@ -10,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kernel_tui.cli.inductor import add_start_option, start_from_inductor
 from kernel_tui.core.errors import KernelTuiError, TaskError
 
 
@@ -32,6 +34,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     k.add_argument("--force", action="store_true", help="replace a task directory that exists")
     k.add_argument("--timeout", type=float, default=300.0,
                    help="seconds each of the problem's processes may take (default: %(default)s)")
+    add_start_option(k)
     k.set_defaults(func=main)
     return p
 
@@ -49,7 +52,7 @@ def main(args) -> int:
         print(f"ok        {src.name} -> {done.out}  dims {done.dims}")
         for note in done.notes:
             print(f"  note    {note}")
-        return 0
+        return 0 if _started(args, done.out) else 1
     problems = sorted(src.glob("*.py"), key=_problem_order)
     if not problems:
         raise KernelTuiError(f"{src}: no *.py problem files in it")
@@ -60,11 +63,21 @@ def main(args) -> int:
             done = import_problem(path, parent / task_name(path), precision=args.precision, baseline=baseline,
                                   force=args.force, timeout=args.timeout)
             print(f"ok        {path.name} -> {done.out}", flush=True)
+            _started(args, done.out)  # a problem that keeps its eager start is imported all the same
         except TaskError as exc:
             refused += 1
             print(f"refused   {path.name}: {_one_line(str(exc), path)}", flush=True)
     print(f"{len(problems) - refused} of {len(problems)} imported", file=sys.stderr)
     return 0 if refused == 0 else 1
+
+
+def _started(args, task_dir: Path) -> bool:
+    """--start inductor: torch.compile's kernels as the start, where they are correct; True otherwise."""
+    if args.start != "inductor":
+        return True
+    ok, line = start_from_inductor(task_dir, "auto", args.timeout * 3)
+    print(line, flush=True)
+    return ok
 
 
 def _problem_order(path: Path) -> tuple[int, str]:

@@ -69,7 +69,10 @@ def roofline(ws: Workspace, device: str, latency: float | None) -> str:
 
 def best_view(ws: Workspace, device: str) -> BestView:
     best = current_best(ws)
-    return BestView(commit=best.commit, label=version_label(best), latency=fmt_latency(best.latency),
+    label = version_label(best)
+    if label == "baseline" and ws.task.spec.baseline.label:  # what the start is, where it is the best
+        label = f"baseline: {ws.task.spec.baseline.label}"
+    return BestView(commit=best.commit, label=label, latency=fmt_latency(best.latency),
                     roofline=roofline(ws, device, best.latency), source=ws.source_at(best.commit))
 
 

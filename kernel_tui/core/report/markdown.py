@@ -52,6 +52,8 @@ def _section_task(r: RunRecords, roof: Roof) -> list[str]:
             out.append(f"- Timed on the CPU interpreter at shape `{t.name}` "
                        f"({', '.join(f'{k}={v}' for k, v in t.dims.items())}), not at the shape above")
         out.append(f"- Accept threshold: min improvement {s.optimization.min_improvement_fraction:.1%}")
+    if r.spec is not None and r.spec.baseline.label:
+        out.append(f"- Start: {cell(r.spec.baseline.label)}")
     latency, source = r.baseline_latency()
     if latency is not None:
         roof_text = f", {roof_pct(latency, roof)} of roofline" if roof.usable else ""

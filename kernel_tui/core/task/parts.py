@@ -162,6 +162,9 @@ class BaselineSpec(_Model):
     filename: str = "baseline.py"
     # "pytorch": an eager starting point, exempt from the policy; every candidate stays Triton.
     language: Literal["triton", "pytorch"] = "triton"
+    # what the start is, for people: the screen and the report name it ("torch.compile's kernels (Inductor,
+    # torch 2.11)" for a start made by `kernel-tui start-from-inductor`)
+    label: str = ""
 
 
 class GeneratorSpec(_Model):
