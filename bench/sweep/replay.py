@@ -57,10 +57,12 @@ def unswept_key(assignment: dict, allowed: dict) -> str:
 
 
 def replay_payloads(name: str, task, configs: list[Config], sweep: dict, seeds: int, *,
-                    hardware: dict | None = None, unswept: str = "no-effect") -> list[dict] | None:
+                    hardware: dict | None = None, unswept: str = "no-effect",
+                    within: float = TARGETS["within"]) -> list[dict] | None:
     """What each seed's replay needs: the table (assignment key -> measured latency or status), the start,
     the swept values, the target, the noise, the roofline (for the bottleneck) and what becomes of a knob
-    the sweep did not measure ("no-effect": offered, measured as the entry it leaves; "cut": not offered)."""
+    the sweep did not measure ("no-effect": offered, measured as the entry it leaves; "cut": not offered).
+    `within`: the target, as a fraction above the sweep's best latency (0: the best itself)."""
     from kernel_tui.core.proposers.search import state_key
 
     records = {r["index"]: r for r in sweep.get("configs", [])}
@@ -80,7 +82,7 @@ def replay_payloads(name: str, task, configs: list[Config], sweep: dict, seeds: 
     best = min(measured)
     base = {
         "task": name, "table": table, "start_source": configs[start].source, "start_index": start,
-        "allowed": sweep["values"], "target": best * (1 + TARGETS["within"]), "best_latency": best,
+        "allowed": sweep["values"], "target": best * (1 + within), "best_latency": best,
         "sweep_best_index": (sweep.get("best") or {}).get("index"), "noise_sd": (sweep.get("noise") or {}).get("sd", 0.01),
         "limit": len(configs), "budget_hint": task.spec.optimization.max_rounds,
         "min_improvement": task.spec.optimization.min_improvement_fraction,

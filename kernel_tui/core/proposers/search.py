@@ -27,7 +27,10 @@ and exploration moves over the run (step / budget_hint) from ε-greedy to Boltzm
 The incumbent's bottleneck decides which knob families go first: while a step of only the kinds it
 favours is left, the others wait; and a single step of a kind it does not favour that the gate turned
 down is not offered again from a later incumbent while the bottleneck stays (load hints on the
-compute-bound H200 matmul measured nothing, and were tried again on each new incumbent).
+compute-bound H200 matmul measured nothing, and were tried again on each new incumbent). In a tl.dot kernel the
+incumbent's registers then order what is left (`search_rank`): with room for a larger accumulator, the moves
+that grow the tile, its K step or its stages, and the structural rewrites, before those that shrink them; when it
+spills, the other way round. The compiler's facts decide where `resources` gives them, else the assignment.
 
 When every single step from the best has been tried, the search goes on through the tried candidates
 that passed and were not clearly slower: one proposal of two steps, the second taken from the first's
@@ -74,6 +77,7 @@ from kernel_tui.core.proposers.search_chains import (
     is_small_gain,
 )
 from kernel_tui.core.proposers.search_model import ValueModel
+from kernel_tui.core.proposers.search_rank import ranked
 from kernel_tui.core.proposers.search_refusals import Refusals, legacy_moves, moves_of
 from kernel_tui.core.proposers.search_steps import (
     BOTTLENECK_PRIOR,
@@ -172,6 +176,7 @@ class SearchProposer(SearchSteps):
         self.pending: dict[str, dict] = {}
         self.model = ValueModel()  # Δ̂: knob kinds and values, and the measured programs
         self._analyses: dict[str, Analysis] = {}
+        self._facts: dict[str, list[KernelFacts]] = {}  # source hash -> the compiler's facts (an incumbent's)
 
     # --- the Proposer interface -----------------------------------------------------------------------
     def propose(self, context: ProposerContext) -> Proposal | None:
@@ -209,8 +214,8 @@ class SearchProposer(SearchSteps):
             # built again after each skip: the skipped pick is tried now, and when it was the last one-step
             # (or favoured) move, the wider set is what is left, not nothing
             chain = self._chain(analysis, skey)  # small true gains add up: before anything else
-            candidates = [chain] if chain is not None else self._local_first(
-                analysis, self._favoured_first(self._candidates(analysis, skey)))
+            candidates = [chain] if chain is not None else self._ranked(analysis, self._local_first(
+                analysis, self._favoured_first(self._candidates(analysis, skey))))
             if not candidates:
                 self.pending.pop(str(context.round), None)
                 return None
@@ -351,6 +356,17 @@ class SearchProposer(SearchSteps):
                              change=chain_text(first, second, a, b), source=source,
                              after=middle.assignment_after(second))
         return None
+
+    def _ranked(self, analysis: Analysis, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates of a tl.dot kernel by the incumbent's register room (search_rank): its compile facts
+        where `resources` gives them, else what its knob assignment says."""
+        facts = None
+        if self.resources is not None and analysis.dot_tiles(analysis.assignment):
+            h = source_hash(analysis.source)
+            if h not in self._facts:
+                self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
+            facts = self._facts[h]
+        return ranked(analysis, candidates, self._kinds_of, self.bottleneck, facts)
 
     # --- values (the candidates are SearchSteps'; the backup and the choice, search_values') ---------------
     def _penalty(self, akey: str) -> float:

@@ -174,6 +174,8 @@ def test_change_texts_name_the_transformation():
         r"^((block_\w+|group_m|num_warps|num_stages|loop_unroll_factor) \S+ → \S+( \(.+\))?"
         r"|grouped launch order GROUP_M=\d+"
         r"|persistent grid over the SMs( \(.+\))?: programs loop over the tiles, one per SM"
+        r"|unmasked K loop when K is a multiple of its block \(EVEN_K guard at launch\)"
+        r"|tl\.dot operands loaded through tensor descriptors \(TMA; USE_TMA guard at launch\)"
         r"|(eviction_policy|cache_modifier) (\S+ → )?\S+ on loads)(, then .+)?$")
     for name in ("vector_add", "matmul", "rmsnorm"):
         sim = Simulation(name, lambda a: 1.0, SearchProposer(seed=2))

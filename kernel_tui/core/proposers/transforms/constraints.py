@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kernel_tui.core.proposers.transforms.knobs import (
@@ -25,6 +26,23 @@ from kernel_tui.core.proposers.transforms.knobs import (
     Launch,
 )
 from kernel_tui.core.proposers.transforms.names import int_value
+
+
+@dataclass(frozen=True)
+class DotTile:
+    """One tl.dot launch's tile under an assignment: its output tile (BLOCK_M·BLOCK_N), its K step, warps and
+    stages; None where the source does not say."""
+
+    kernel: str
+    output: int | None
+    k_step: int | None
+    num_warps: int | None
+    num_stages: int | None
+
+    @property
+    def accumulator_per_thread(self) -> float | None:
+        """The fp32 accumulator's registers per thread: the output tile over the launch's threads."""
+        return self.output / (32 * self.num_warps) if self.output and self.num_warps else None
 
 
 class SanityBounds:
@@ -77,6 +95,20 @@ class SanityBounds:
         w = self._value(assign, f"{prefix}:num_warps", w_kw.value if w_kw else None, None if w_kw else DEFAULT_NUM_WARPS)
         s = self._value(assign, f"{prefix}:num_stages", s_kw.value if s_kw else None, None if s_kw else DEFAULT_NUM_STAGES)
         return w, s
+
+    def dot_tiles(self, assign: dict) -> list[DotTile]:
+        """The tile of every tl.dot launch under `assign` (what the accumulator bound reads)."""
+        out = []
+        for launch in self.launches:
+            k = launch.kernel
+            shapes = sorted(p for p, r in k.roles.items() if "shape" in r and self._param_kind(k, p) == "block")
+            if not k.has_dot or not shapes:
+                continue
+            g = _known([self._param_value(assign, launch, p) for p in shapes if "pid" in k.roles[p]])
+            kk = _known([self._param_value(assign, launch, p) for p in shapes if "pid" not in k.roles[p]])
+            w, s = self._options(assign, launch)
+            out.append(DotTile(k.name, _prod(g) if g else None, _prod(kk) if kk else None, w, s))
+        return out
 
     def _launch_constraints(self, launch: Launch) -> None:
         k = launch.kernel

@@ -1,0 +1,125 @@
+"""The built-in search ranks a tl.dot kernel's moves by the incumbent's register room: with room (few registers,
+no spills, a small accumulator) the tile, K step and stages grow first; when it spills, they shrink first.
+Driven through propose/feedback with the compiler's facts faked, and from the knob assignment alone."""
+
+from __future__ import annotations
+
+from kernel_tui.core.evaluator.kernel_facts import KernelFacts
+from kernel_tui.core.proposers.base import Feedback, ProposerContext
+from kernel_tui.core.proposers.search import SearchProposer
+from kernel_tui.core.proposers.search_rank import GROWING_STRUCTURE, ranked, register_room
+from kernel_tui.core.proposers.transforms import analyze
+from kernel_tui.core.proposers.transforms.constraints import DotTile
+from tests.core.proposers.test_search import baseline
+
+TILES = ("const:BLOCK_M", "const:BLOCK_N", "const:BLOCK_K", "launch:matmul_kernel:0:num_stages")
+WARPS = "launch:matmul_kernel:0:num_warps"
+ROOMY = KernelFacts(name="matmul_kernel", registers=90, spills=0, shared_bytes=24576, num_warps=4, num_stages=2,
+                    blocks_per_sm=2)
+
+
+def moves(base: str, source: str) -> tuple[list[int], float]:
+    """Each of BLOCK_M, BLOCK_N, BLOCK_K and the stages: +1 up, -1 down, 0 kept; and the accumulator per thread's
+    ratio after/before (BLOCK_M·BLOCK_N / warps)."""
+    before, after = analyze(base).assignment, analyze(source).assignment
+    signs = [(after[k] > before[k]) - (after[k] < before[k]) for k in TILES]
+
+    def per_thread(a: dict) -> float:
+        return a["const:BLOCK_M"] * a["const:BLOCK_N"] / a[WARPS]
+
+    return signs, per_thread(after) / per_thread(before)
+
+
+def first_proposals(p: SearchProposer, base: str, n: int, bottleneck: str | None = "compute") -> list[str]:
+    """The first n proposals from `base`, each measured 30% slower and turned down (the incumbent stays)."""
+    out = []
+    for r in range(1, n + 1):
+        proposal = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[],
+                                             bottleneck=bottleneck))
+        assert proposal is not None
+        out.append(proposal.source)
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.3, latency=1.3,
+                            incumbent_latency=1.0))
+    return out
+
+
+def kinds(base: str, source: str) -> set[str]:
+    before, after = analyze(base), analyze(source).assignment
+    return {k.kind for kid, k in before.knobs.items() if after.get(kid) != k.value}
+
+
+def test_with_register_room_a_compute_bound_matmul_grows_its_tile_stages_or_structure_first():
+    # the fixture's 64x64 tile over 4 warps holds 32 accumulator registers per thread; the compiler says 90
+    # registers and no spills: of a live H200 search's 18 rounds from here, the 10 that shrank a tile or its K
+    # step or dropped a stage all lost (8 by 20% to 99%)
+    base = baseline("matmul")
+    asked: list[str] = []
+
+    def compiled(source: str) -> list[KernelFacts]:
+        asked.append(source)
+        return [ROOMY]
+
+    p = SearchProposer(seed=0, resources=compiled)
+    for source in first_proposals(p, base, 8):
+        signs, _ = moves(base, source)
+        assert -1 not in signs and (1 in signs or kinds(base, source) & GROWING_STRUCTURE), (signs, kinds(base, source))
+    assert base in asked  # the incumbent's own facts were read
+
+
+def test_when_the_incumbent_spills_the_moves_that_take_registers_off_a_thread_come_first():
+    base = baseline("matmul")
+    spilling = ROOMY.model_copy(update={"registers": 255, "spills": 48})
+    # only the incumbent spills: its candidates compile clean, so none is skipped before timing
+    p = SearchProposer(seed=0, resources=lambda source: [spilling if source == base else ROOMY])
+    proposals = [moves(base, source) for source in first_proposals(p, base, 12)]
+    # seven such moves from the fixture (a tile, K step or stage down, more warps, a tile down with its warps)
+    for signs, ratio in proposals[:7]:
+        assert 1 not in signs and (-1 in signs or ratio < 1), signs
+    # then those that keep a thread's registers (a tile trade), before any that add to them
+    assert [ratio for _, ratio in proposals[7:9]] == [1.0, 1.0]
+
+
+def test_without_compile_facts_the_assignment_decides_as_in_a_replay():
+    base = baseline("matmul")  # 32 accumulator registers per thread: room to double twice within 128
+    p = SearchProposer(seed=3)
+    for source in first_proposals(p, base, 10):
+        signs, _ = moves(base, source)
+        assert -1 not in signs, signs
+
+    # 128x256 over 4 warps: 256 accumulator registers per thread, past half of a thread's registers
+    big = base.replace("BLOCK_M = 64", "BLOCK_M = 128").replace("BLOCK_N = 64", "BLOCK_N = 256")
+    p = SearchProposer(seed=3)
+    for source in first_proposals(p, big, 6):
+        signs, ratio = moves(big, source)
+        assert 1 not in signs and (-1 in signs or ratio < 1), signs
+
+
+def test_register_room_reads_the_facts_first_and_the_accumulator_without_them():
+    small = [DotTile("matmul_kernel", 64 * 64, 32, 4, 2)]  # 32 per thread
+    assert register_room(small, None) == "room"
+    assert register_room(small, [ROOMY]) == "room"
+    assert register_room(small, [ROOMY.model_copy(update={"registers": 240})]) is None  # 240 + 32 > 255
+    assert register_room(small, [ROOMY.model_copy(update={"spills": 8})]) == "full"
+    assert register_room(small, [ROOMY.model_copy(update={"registers": 255})]) == "full"
+    assert register_room([DotTile("matmul_kernel", 128 * 128, 32, 4, 2)], None) is None  # 128: neither
+    assert register_room([DotTile("matmul_kernel", 128 * 256, 32, 4, 2)], None) == "full"  # 256
+    assert register_room([DotTile("matmul_kernel", None, 32, 4, 2)], None) is None
+    assert register_room([], None) is None  # no tl.dot: nothing to rank
+
+
+def test_a_latency_bound_or_elementwise_kernel_keeps_every_candidate():
+    base = baseline("matmul")
+    p = SearchProposer(seed=0)
+    p.propose(ProposerContext(round=1, best_source=base, baseline_source=base, history=[], bottleneck="latency"))
+    a = p._analyze(base)
+    from kernel_tui.core.proposers.search import state_key
+
+    candidates = p._candidates(a, state_key(a.assignment))
+    assert ranked(a, candidates, p._kinds_of, "latency", None) == candidates
+    assert len(ranked(a, candidates, p._kinds_of, "compute", None)) < len(candidates)
+    vector = analyze(baseline("vector_add"))
+    q = SearchProposer(seed=0)
+    q.propose(ProposerContext(round=1, best_source=baseline("vector_add"), baseline_source=baseline("vector_add"),
+                              history=[]))
+    elementwise = q._candidates(vector, state_key(vector.assignment))
+    assert ranked(vector, elementwise, q._kinds_of, "compute", None) == elementwise
