@@ -1,7 +1,7 @@
 """Generate torch.compile's output code for small tasks on a machine without a GPU: test data for the rewrite
 of Inductor's kernels into a task's Triton start (kernel_tui/core/inductor).
 
-    python bench/inductor_cpu_codegen.py TASK_DIR [TASK_DIR ...] [--static]
+    python bench/inductorcpu_codegen.py TASK_DIR [TASK_DIR ...] [--static]
 
 Each task's reference is compiled with `torch.compile(dynamic=True)` (or static shapes with --static), called
 with the task's launch arguments in order at its first interpreter shape. Inductor's CPU backend is switched to
@@ -24,21 +24,14 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from unittest import mock
-
-
-class _Captured(Exception):
-    """Raised by the patched compile step once the wrapper's source is in hand."""
 
 
 def generate(task_dir: Path, dynamic: bool) -> tuple[str, list[str]]:
     """The wrapper module Inductor writes for the task's reference, and the task tensors its placeholders are."""
     import torch
-    import torch._inductor.config as inductor_config
-    import torch.utils._triton as triton_utils
-    from torch._inductor.graph import GraphLowering
 
     from kernel_tui.core.evaluator.harness import ArgumentSet, load_module
+    from kernel_tui.core.inductor.capture import cpu_codegen
     from kernel_tui.core.task import load_spec
 
     spec = load_spec(task_dir / "task.json")
@@ -47,21 +40,10 @@ def generate(task_dir: Path, dynamic: bool) -> tuple[str, list[str]]:
     with tempfile.TemporaryDirectory() as scratch:
         module = load_module((task_dir / spec.reference.filename).read_text(), Path(scratch), "reference")
     reference = getattr(module, spec.reference.entrypoint)
-    codes: list[str] = []
-
-    def keep_source(self):
-        codes.append(self.codegen()[0].value)
-        raise _Captured
-
-    triton_utils.triton_hash_with_backend = lambda: "cpu"
     torch._dynamo.reset()
-    settings = {"cpu_backend": "triton", "force_disable_caches": True, "fx_graph_cache": False}
-    with inductor_config.patch(settings), mock.patch.object(GraphLowering, "compile_to_module", keep_source):
-        try:
-            torch.compile(reference, dynamic=dynamic, fullgraph=True)(*arguments.args())
-        except Exception as exc:  # dynamo wraps the backend's exception
-            if not codes:
-                raise RuntimeError(f"{task_dir.name}: no code generated") from exc
+    codes = cpu_codegen(torch.compile(reference, dynamic=dynamic, fullgraph=True), arguments.args())
+    if not codes:
+        raise RuntimeError(f"{task_dir.name}: no code generated")
     # the reference reads its inputs, never its outputs: the tensor placeholders are the inputs, in order
     tensors = [t.name for t in spec.tensors if t.kind == "input"]
     order = [a for a in spec.launch_arguments if a in tensors]

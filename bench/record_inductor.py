@@ -46,25 +46,6 @@ def problems(root: Path, levels: list[str], stems: list[str] | None) -> list[Pat
     return found
 
 
-def chosen_configs() -> dict:
-    """Per Triton kernel of every module Inductor loaded in this process: the configs offered, the one kept."""
-    from torch._inductor.codecache import PyCodeCache
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    def as_dict(cfg) -> dict:
-        return {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
-
-    found = {}
-    for module in list(PyCodeCache.modules):
-        for name, value in vars(module).items():
-            if isinstance(value, CachingAutotuner):
-                found[name] = {"heuristic": str(getattr(value, "heuristic_type", "")),
-                               "size_hints": getattr(value, "size_hints", None),
-                               "offered": [as_dict(c) for c in value.configs],
-                               "kept": [as_dict(launcher.config) for launcher in value.launchers]}
-    return found
-
-
 def record_one(problem: Path, out: Path, autotune: bool, dynamic: bool = False) -> dict:
     """In this process: compile the problem's model on the GPU and write what Inductor generated."""
     import torch
@@ -87,7 +68,9 @@ def record_one(problem: Path, out: Path, autotune: bool, dynamic: bool = False) 
     text = header + "".join(f"\n# --- generated module {i} ---\n{code}" for i, code in enumerate(codes))
     stem = problem.stem + (".dynamic" if dynamic else "")
     (out / f"{stem}.py").write_text(text, encoding="utf-8")
-    (out / f"{stem}.configs.json").write_text(json.dumps(chosen_configs(), indent=1, default=str) + "\n")
+    from kernel_tui.core.inductor.capture import kept_configs
+
+    (out / f"{stem}.configs.json").write_text(json.dumps(kept_configs(), indent=1, default=str) + "\n")
     import triton
 
     return {"modules": len(codes), **kernel_counts("\n".join(codes)), "torch": torch.__version__,

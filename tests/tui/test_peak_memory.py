@@ -158,3 +158,22 @@ def test_the_app_shows_the_peaks_in_the_trajectory_and_in_history(tmp_path):
             await pilot.press("q")
 
     run(scenario())
+
+
+def test_the_best_pane_names_a_labelled_start_while_it_is_the_best(tmp_path):
+    import json
+    import shutil
+
+    from kernel_tui.core.workspace import Workspace
+    from tests.conftest import FIXTURES
+
+    task_dir = tmp_path / "task"
+    shutil.copytree(FIXTURES / "vector_add", task_dir)
+    raw = json.loads((task_dir / "task.json").read_text())
+    raw["baseline"] = {"filename": "baseline.py", "language": "triton", "label": "torch.compile's kernels (Inductor, torch 2.11)"}
+    (task_dir / "task.json").write_text(json.dumps(raw))
+    labelled = present.best_view(Workspace.create(task_dir, path=tmp_path / "ws"), "cpu")
+    assert labelled.label == "baseline: torch.compile's kernels (Inductor, torch 2.11)"
+    assert "torch.compile's kernels" in labelled.titles[-1]
+    plain = present.best_view(Workspace.create(FIXTURES / "vector_add", path=tmp_path / "plain"), "cpu")
+    assert plain.label == "baseline"

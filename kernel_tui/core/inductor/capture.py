@@ -95,13 +95,13 @@ def capture(task_dir: Path, device: str) -> dict:
             _, codes = run_and_get_code(compiled, *arguments.args())
         configs = kept_configs()
     else:
-        codes, configs = _cpu_codegen(compiled, arguments.args()), {}
+        codes, configs = cpu_codegen(compiled, arguments.args()), {}
     return {"code": codes[0] if codes else "", "modules": len(codes), "placeholders": placeholders,
             "configs": configs, "torch": torch.__version__.split("+")[0], "shape": shape.name,
             "device_name": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton's CPU backend)"}
 
 
-def _cpu_codegen(compiled, args: list) -> list[str]:
+def cpu_codegen(compiled, args: list) -> list[str]:
     """Inductor's wrapper for the CPU Triton backend, taken before any compile: the backend's hash asks the
     active GPU driver (there is none), and the kernels are for the interpreter, which compiles nothing."""
     import torch._inductor.config as inductor_config

@@ -8,7 +8,8 @@ local memory. Where the incumbent has room (no spills, and doubling its accumula
 fits: registers + accumulator ≤ 255), the moves that give each loaded operand more multiply-adds are the ones
 worth a round: a larger output tile (BLOCK_M or BLOCK_N up, alone or with warps up), a longer K step, one more
 pipeline stage (where the shared memory the compiler reports leaves room for it), and the structural rewrites
-that take work off the loop (the unmasked K loop, tensor-descriptor loads, the grouped launch order). The moves
+that take work off the loop (the unmasked K loop, tensor-descriptor loads, the grouped launch order, a fused
+epilogue). The moves
 that shrink the output tile or the K step, or drop a stage, only trade that reuse away, so they wait. Where the
 incumbent spills or sits at the 255-register cap, the order turns round: the moves that take registers off a
 thread (a smaller output tile, more warps for the same tile, a shorter K step, one stage less) go first.
@@ -50,8 +51,9 @@ from kernel_tui.core.proposers.transforms.constraints import DotTile
 
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs; the compiler spills past it
 ACCUMULATOR_SHARE = MAX_ACCUMULATOR_PER_THREAD // 2  # without compile facts: the accumulator's half of a thread
-# the rewrites that take work off a tl.dot loop without shrinking anything: ranked with the growing moves
-GROWING_STRUCTURE = frozenset({"k_mask", "loads", "launch_order"})
+# the rewrites that take work off a tl.dot loop without shrinking anything: ranked with the growing moves;
+# epilogue fusion (epilogue.py) takes a whole kernel's pass over the output away
+GROWING_STRUCTURE = frozenset({"k_mask", "loads", "launch_order", "epilogue"})
 
 Room = Literal["room", "full"]
 

@@ -374,3 +374,15 @@ def test_timing_labels_that_differ_only_in_measured_numbers_are_one_method_with_
     labels = [gpu.format(267), gpu.format(259), gpu.format(262.5), "CPU interpreter — timings are not GPU timings"]
     assert merged_labels(labels) == [gpu.format("259–267"), "CPU interpreter — timings are not GPU timings"]
     assert merged_labels([gpu.format(260)]) == [gpu.format(260)]
+
+
+def test_the_report_names_a_labelled_start_and_an_unlabelled_one_not_at_all(tmp_path):
+    plain = make_workspace(tmp_path / "plain")
+    write_report(plain)
+    assert "- Start:" not in (plain / "report.md").read_text()
+    ws = make_workspace(tmp_path / "labelled")
+    raw = json.loads((ws / "task.json").read_text())
+    raw["baseline"] = {"filename": "baseline.py", "language": "triton", "label": "torch.compile's kernels (Inductor, torch 2.11)"}
+    (ws / "task.json").write_text(json.dumps(raw))
+    write_report(ws)
+    assert "- Start: torch.compile's kernels (Inductor, torch 2.11)" in (ws / "report.md").read_text()
