@@ -75,7 +75,7 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0) -> Start
         notes.append(f"the reference compiled to {captured['modules']} graphs; the start holds the first")
     if not captured.get("configs"):
         notes.append("no autotuned configuration was kept: block sizes and warps are the rewrite's defaults")
-    header = f'"""{label}: the kernels torch.compile generated for this task\'s reference, rewritten as a start."""\n\n'
+    header = f"# {label}: the kernels torch.compile generated for this task's reference, rewritten as a start.\n"
     return Start(source=header + source, label=label, notes=notes)
 
 
