@@ -2,34 +2,47 @@
 # How many KernelBench problems get torch.compile's kernels as their Triton start, on a GPU (under ten minutes
 # a call; it resumes: run it again with the same WORK until it says done).
 #   KB: a folder holding KernelBench's level1/ and level2/ (git-ignored .kernelbench/: carry it)
-#   WORK (git-ignored .kt-inductor/): the imported tasks and coverage.tsv, one line per problem:
+#   WORK (git-ignored .kt-inductor/): the imported tasks, what Inductor generated for each (captures/, the JSON
+#        of `start-from-inductor --keep-capture`: test data for the rewrite) and coverage.tsv, one line a problem:
 #        LEVEL/PROBLEM <tab> started|kept|refused|timeout <tab> the one line kernel-tui printed
-#   LEVELS (default "1 2"), LIMIT (seconds for the whole call, default 540), PER (seconds a problem, default 240)
-# Writes $OUT/coverage.tsv and $OUT/coverage.log; carry WORK to the next call to go on.
+#   LEVELS (default "1 2"), PROBLEMS (stems; default every problem of LEVELS), LIMIT (seconds for the whole call,
+#   default 540), PER (seconds a problem, default 240), JOBS (problems at once, default 4: compiling and
+#   autotuning are mostly CPU work; the correctness checks share the GPU, which coverage does not time)
+# Writes $OUT/coverage.tsv, $OUT/coverage.log and $OUT/captures.tgz; carry WORK to the next call to go on.
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.kernelbench}; WORK=${WORK:-.kt-inductor}
-mkdir -p "$WORK/tasks"; touch "$WORK/coverage.tsv"
-end=$(( $(date +%s) + ${LIMIT:-540} ))
+mkdir -p "$WORK/tasks" "$WORK/captures"; touch "$WORK/coverage.tsv"
+export DEVICE=${DEVICE:-cuda} OUT PY WORK PER=${PER:-240} END=$(( $(date +%s) + ${LIMIT:-540} ))
+
+one() {  # one problem file: import (eager), then torch.compile's kernels as the start; one line to coverage.tsv
+  f=$1; level=$(basename "$(dirname "$f")"); key=$level/$(basename "$f" .py)
+  left=$(( END - $(date +%s) )); [ "$left" -lt 60 ] && exit 0
+  per=$(( left < PER ? left : PER )); task=$WORK/tasks/$key
+  [ -f "$task/task.json" ] || $PY -m kernel_tui import kernelbench "$f" --out "$task" --force > /dev/null 2>&1
+  out=$(timeout "$per" $PY -m kernel_tui start-from-inductor "$task" --device "${DEVICE:-cuda}" --timeout "$per" \
+        --keep-capture "$WORK/captures/${key/\//_}.json" 2>&1)
+  rc=$?
+  line=$(printf '%s\n' "$out" | grep -E '^(started|kept) ' | tail -1)
+  case "$rc:$line" in
+    124:*) status=timeout; line="over $per s" ;;
+    *:started*) status=started ;;
+    *:kept*) status=kept ;;
+    *) status=refused; line=${line:-$(printf '%s\n' "$out" | tail -1)} ;;
+  esac
+  printf '%s\t%s\t%s\n' "$key" "$status" "$(echo "$line" | tr '\t' ' ' | cut -c1-300)" >> "$WORK/coverage.tsv"
+  echo "$(date +%T) $key $status" >> "$OUT/coverage.log"
+}
+export -f one
+
 for level in ${LEVELS:-1 2}; do
   for f in $(ls "$KB/level$level"/*.py | sort -V); do
-    key=level$level/$(basename "$f" .py)
-    grep -q "^$key	" "$WORK/coverage.tsv" && continue
-    left=$(( end - $(date +%s) ))
-    [ "$left" -lt 60 ] && { echo "time is up: run again to go on" >> "$OUT/coverage.log"; break 2; }
-    per=$(( left < ${PER:-240} ? left : ${PER:-240} ))
-    out=$(timeout "$per" $PY -m kernel_tui import kernelbench "$f" --out "$WORK/tasks/$key" --force --start inductor 2>&1)
-    rc=$?
-    line=$(printf '%s\n' "$out" | grep -E '^(started|kept|refused) ' | tail -1)
-    case "$rc:$line" in
-      124:*) status=timeout; line="over $per s" ;;
-      *:started*) status=started ;;
-      *:kept*) status=kept ;;
-      *) status=refused; line=${line:-$(printf '%s\n' "$out" | tail -1)} ;;
-    esac
-    printf '%s\t%s\t%s\n' "$key" "$status" "$(echo "$line" | tr '\t' ' ' | cut -c1-300)" >> "$WORK/coverage.tsv"
-    echo "$(date +%T) $key $status" >> "$OUT/coverage.log"
+    stem=$(basename "$f" .py)
+    [ -n "${PROBLEMS:-}" ] && ! [[ " $PROBLEMS " == *" $stem "* ]] && continue
+    grep -q "^level$level/$stem	" "$WORK/coverage.tsv" || echo "$f"
   done
-done
+done | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$1"' _ {}
+[ "$(( END - $(date +%s) ))" -lt 60 ] && echo "time is up: run again to go on" >> "$OUT/coverage.log"
 cp "$WORK/coverage.tsv" "$OUT/coverage.tsv"
+tar czf "$OUT/captures.tgz" -C "$WORK" captures
 awk -F'\t' '{n[$2]++} END {for (s in n) print s, n[s]}' "$WORK/coverage.tsv" >> "$OUT/coverage.log"
 echo done

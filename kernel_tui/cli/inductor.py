@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
                    help="where to compile and check; cpu = Inductor's Triton backend for the CPU, checked on "
                         "Triton's interpreter at the interpreter shapes")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds the compile may take (default: %(default)s)")
+    p.add_argument("--keep-capture", metavar="FILE", type=Path,
+                   help="write what torch.compile generated (its wrapper module with the kernels, the graph's "
+                        "inputs, the autotuned configs) to FILE as JSON, whether or not it becomes the start")
     add_unconfined_option(p)
     p.set_defaults(func=cmd_start_from_inductor, evaluates=True)
 
@@ -31,12 +34,12 @@ def cmd_start_from_inductor(args) -> int:
     task_dir = Path(args.task)
     if not (task_dir / "task.json").is_file():
         raise KernelTuiError(f"{task_dir}: no task.json there")
-    ok, line = start_from_inductor(task_dir, args.device, args.timeout)
+    ok, line = start_from_inductor(task_dir, args.device, args.timeout, args.keep_capture)
     print(line)
     return EXIT_OK if ok else EXIT_FAILED
 
 
-def start_from_inductor(task_dir: Path, device: str, timeout: float) -> tuple[bool, str]:
+def start_from_inductor(task_dir: Path, device: str, timeout: float, keep: Path | None = None) -> tuple[bool, str]:
     """(installed, one line): capture, rewrite, install, check on the device; undone unless correct."""
     from kernel_tui.core import environment
     from kernel_tui.core.evaluator import Evaluator
@@ -46,7 +49,7 @@ def start_from_inductor(task_dir: Path, device: str, timeout: float) -> tuple[bo
 
     device = environment.resolve(device)
     try:
-        start = inductor_start(task_dir, device, timeout)
+        start = inductor_start(task_dir, device, timeout, keep)
     except Refusal as exc:
         return False, f"kept      {task_dir.name}: {exc}"
     undo = install(task_dir, start)

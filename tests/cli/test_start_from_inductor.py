@@ -74,3 +74,18 @@ def test_a_start_the_check_finds_wrong_is_undone(tmp_path, capsys, monkeypatch):
 def test_a_task_directory_without_a_task_is_bad_input(tmp_path, capsys):
     assert cli.main(["start-from-inductor", str(tmp_path), "--device", "cpu"]) == 2
     assert "no task.json" in capsys.readouterr().err
+
+
+def test_an_imported_kernelbench_problem_starts_from_its_compiled_forward(tmp_path, capsys):
+    """The import's reference builds its Model outside what is compiled (compile_target): a float attribute
+    (the slope) is a constant and the parameter a launch argument; what Inductor wrote is kept on request."""
+    out, kept = tmp_path / "leaky", tmp_path / "capture.json"
+    problem = ROOT / "tests" / "data" / "kernelbench" / "leaky_slope.py"
+    assert cli.main(["import", "kernelbench", str(problem), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["start-from-inductor", str(out), "--device", "cpu", "--keep-capture", str(kept)]) == 0
+    line = capsys.readouterr().out
+    assert line.startswith("started   leaky: torch.compile's kernels (Inductor, torch "), line
+    capture = json.loads(kept.read_text())
+    assert set(capture["placeholders"]) >= {"x", "offset"} and "@triton.jit" in capture["code"]
+    assert "def launch(x, offset, out, tokens, channels):" in (out / "baseline.py").read_text()

@@ -58,8 +58,10 @@ def kept_configs() -> dict:
     for module in list(PyCodeCache.modules):
         for name, value in vars(module).items():
             if isinstance(value, CachingAutotuner):
-                found[name] = {"offered": [as_dict(c) for c in value.configs],
-                               "kept": [as_dict(launcher.config) for launcher in value.launchers]}
+                # a template's autotuner carries no configs (its constants are in its source), and one never
+                # launched has no launchers yet
+                found[name] = {"offered": [as_dict(c) for c in value.configs or []],
+                               "kept": [as_dict(launcher.config) for launcher in value.launchers or []]}
     return found
 
 
@@ -77,7 +79,10 @@ def capture(task_dir: Path, device: str) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         module = load_module((task_dir / spec.reference.filename).read_text(encoding="utf-8"), Path(scratch),
                              "reference")
-    reference = getattr(module, spec.reference.entrypoint)
+    # a reference may say what to compile (an imported KernelBench problem builds its Model outside the graph)
+    target = getattr(module, "compile_target", None)
+    reference, call_args = (target(*arguments.args()) if callable(target)
+                            else (getattr(module, spec.reference.entrypoint), arguments.args()))
     placeholders: list[str] = []
 
     def backend(gm, example_inputs):
@@ -86,16 +91,20 @@ def capture(task_dir: Path, device: str) -> dict:
         return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
+    # a model's float attributes (a scale, a slope) are constants of the task, not graph inputs
+    torch._dynamo.config.specialize_float = True
+    # two sizes equal at the capture's shape are two symbols still (in_features == out_features, say)
+    torch.fx.experimental._config.use_duck_shape = False
     compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)
     if device == "cuda":
         from torch._inductor.utils import run_and_get_code
 
         settings = {"max_autotune": True, "max_autotune_gemm_backends": "TRITON"}
         with torch.no_grad(), inductor_config.patch(settings):
-            _, codes = run_and_get_code(compiled, *arguments.args())
+            _, codes = run_and_get_code(compiled, *call_args)
         configs = kept_configs()
     else:
-        codes, configs = cpu_codegen(compiled, arguments.args()), {}
+        codes, configs = cpu_codegen(compiled, call_args), {}
     return {"code": codes[0] if codes else "", "modules": len(codes), "placeholders": placeholders,
             "configs": configs, "torch": torch.__version__.split("+")[0], "shape": shape.name,
             "device_name": torch.cuda.get_device_name() if device == "cuda" else "CPU (Triton's CPU backend)"}

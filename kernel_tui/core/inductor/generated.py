@@ -30,6 +30,8 @@ class Kernel:
     params: tuple[str, ...]  # the def's parameters, in order
     constexprs: tuple[str, ...]  # those annotated tl.constexpr (XBLOCK, R0_BLOCK, ...): not passed to run()
     grid_type: str | None = None  # inductor_meta's 'grid_type' (Grid1D, Grid2D, ...) where recorded
+    grid_args: int = 0  # a template's run() takes its grid after its parameters (inductor_meta's extra args)
+    warps_stages: tuple[int, int] | None = None  # a template's decorator fixes its num_warps and num_stages
 
     @property
     def runtime_params(self) -> tuple[str, ...]:
@@ -149,10 +151,15 @@ def parse_kernel(name: str, source: str) -> Kernel:
     triton_meta = meta.get("triton_meta")
     signature = _literal(_dict_entry(triton_meta, "signature") if triton_meta else None, {})
     grid_type = _literal(_dict_entry(meta["inductor_meta"], "grid_type") if "inductor_meta" in meta else None, None)
+    inductor_meta = meta.get("inductor_meta")
+    extra = _literal(_dict_entry(inductor_meta, "extra_launcher_args") if inductor_meta else None, [])
+    fixed = _literal(meta.get("num_warps"), None), _literal(meta.get("num_stages"), None)
     params = tuple(a.arg for a in fn.args.args)
     constexprs = tuple(a.arg for a in fn.args.args if a.annotation is not None and dotted(a.annotation) == "tl.constexpr")
     return Kernel(name=name, source=source, heuristic=heuristic, size_hints=_literal(meta.get("size_hints"), {}),
-                  signature=signature, params=params, constexprs=constexprs, grid_type=grid_type)
+                  signature=signature, params=params, constexprs=constexprs, grid_type=grid_type,
+                  grid_args=len(extra) if isinstance(extra, list) else 0,
+                  warps_stages=fixed if None not in fixed else None)
 
 
 def _kernels(tree: ast.Module) -> dict[str, Kernel]:
@@ -179,6 +186,9 @@ def _texts(node: ast.AST) -> tuple[str, ...]:
 
 
 def _assign_op(target: str, value: ast.AST, buffers: set[str]) -> Op | None:
+    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
+            and isinstance(value.func.value, ast.Name) and not value.args and not value.keywords):
+        return Bind(target, f"{value.func.value.id}.shape")  # x_size = x.size(); s27 = x_size[0]
     if isinstance(value, ast.Call):
         func = dotted(value.func)
         if func.split(".")[-1] in ALLOCATORS and len(value.args) >= 3:

@@ -109,12 +109,18 @@ def kernel_function(kernel: Kernel) -> ast.FunctionDef:
 def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, bool]:
     """The kernel as plain `@triton.jit` source, and whether it calls libdevice."""
     if kernel.heuristic == "template":
-        raise Refusal(f"kernel {kernel.name} is an Inductor template (a GEMM or convolution), not supported yet: "
-                      "keep the eager start")
-    if kernel.heuristic not in SUPPORTED_HEURISTICS:
+        from kernel_tui.core.inductor.template import body_sizes, template_function  # they build on this module
+
+        sizes = body_sizes(kernel_function(kernel))
+        if not single_shape and sizes and all(v.isdigit() for v in sizes.values()):
+            raise Refusal(f"kernel {kernel.name} is compiled for one static shape and the task has several: "
+                          "record it with torch.compile(dynamic=True)")
+        fn = template_function(kernel)
+    elif kernel.heuristic not in SUPPORTED_HEURISTICS:
         raise Refusal(f"kernel {kernel.name} is a {kernel.heuristic or 'undecorated'} kernel, which the rewrite "
                       "does not launch: keep the eager start")
-    fn = kernel_function(kernel)
+    else:
+        fn = kernel_function(kernel)
     if static_numels(fn) and not single_shape:
         raise Refusal(f"kernel {kernel.name} is compiled for one static shape and the task has several: "
                       "record it with torch.compile(dynamic=True)")

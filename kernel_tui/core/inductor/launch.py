@@ -52,6 +52,7 @@ DEFAULT_CONFIGS = {
     "pointwise_2d": LaunchConfig({"XBLOCK": 32, "YBLOCK": 32, "ZBLOCK": 16}, num_warps=4, num_stages=1),
     "reduction": LaunchConfig({"XBLOCK": 1, "R0_BLOCK": 1024, "R1_BLOCK": 16}, num_warps=8, num_stages=1),
     "persistent_reduction": LaunchConfig({"XBLOCK": 1}, num_warps=4, num_stages=1),
+    "template": LaunchConfig({}, num_warps=4, num_stages=3),  # its decorator says; this is its usual choice
 }
 
 
@@ -99,22 +100,28 @@ def derive_placeholders(generated: Generated, tensors: list[str]) -> list[str]:
     return result
 
 
-def _value(node: ast.AST, env: dict[str, int]) -> int:
-    """An integer size expression (names, literals, + - * // %) at one assignment of its symbols."""
+def _value(node: ast.AST, env: dict[str, int], high: int = 97) -> int:
+    """An integer size expression (names, literals, + - * // %) at one assignment of its symbols, each drawn
+    from 3..high."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.Name):
-        return env.setdefault(node.id, random.Random(node.id + str(len(env))).randint(3, 97))
+        return env.setdefault(node.id, random.Random(node.id + str(len(env))).randint(3, high))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_value(node.operand, env)
+        return -_value(node.operand, env, high)
     if isinstance(node, ast.BinOp):
-        a, b = _value(node.left, env), _value(node.right, env)
+        a, b = _value(node.left, env, high), _value(node.right, env, high)
         ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
         if type(node.op) in ops:
             return ops[type(node.op)]
         if isinstance(node.op, ast.FloorDiv | ast.Mod) and b:
             return a // b if isinstance(node.op, ast.FloorDiv) else a % b
     raise ValueError(ast.unparse(node))
+
+
+def evaluate(text: str, env: dict[str, int], draw: int) -> int:
+    """`text` at draw 1 (sizes up to 97) or 2 (up to 20000) of its symbols; `env` keeps the values drawn."""
+    return _value(ast.parse(text, mode="eval").body, env, 97 if draw == 1 else 20000)
 
 
 def is_contiguous(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:

@@ -30,13 +30,14 @@ from kernel_tui.core.inductor.generated import (
     Delete,
     ExternCall,
     Generated,
+    Kernel,
     Launch,
     Reinterpret,
     Return,
     Unpack,
     parse_generated,
 )
-from kernel_tui.core.inductor.kernels import Refusal, rewrite_kernel
+from kernel_tui.core.inductor.kernels import Refusal, kernel_function, rewrite_kernel
 from kernel_tui.core.inductor.launch import (
     MAX_GRID_YZ,
     block_value,
@@ -46,6 +47,7 @@ from kernel_tui.core.inductor.launch import (
     grid_axes,
     is_contiguous,
 )
+from kernel_tui.core.inductor.template import body_constants, template_grid
 
 if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
@@ -89,6 +91,9 @@ class _Host:
 
     def launch(self, op: Launch, configs: dict | None) -> None:
         kernel = self.generated.kernels[op.kernel]
+        if kernel.heuristic == "template":
+            self.launch_template(kernel, op, configs)
+            return
         params = kernel.runtime_params
         if len(op.args) != len(params):
             raise Refusal(f"kernel {kernel.name} launched with {len(op.args)} arguments for {len(params)} parameters")
@@ -117,6 +122,28 @@ class _Host:
         # warps and stages as literals at the launch: the form transforms.analyze() offers as knobs
         keywords += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
         self.lines.append(f"{kernel.name}[({', '.join(grid)},)]({', '.join(args + keywords)})")
+
+
+    def launch_template(self, kernel: Kernel, op: Launch, configs: dict | None) -> None:
+        """A GEMM template: its tile and group sizes as module constants, the grid's axis 0 from them."""
+        n = len(kernel.params)
+        if len(op.args) != n + kernel.grid_args or kernel.grid_args != 3:
+            raise Refusal(f"template {kernel.name} launched with {len(op.args)} arguments for {n} parameters "
+                          f"and a grid of {kernel.grid_args}: keep the eager start")
+        m, n_size, axis1, axis2 = template_grid(kernel, op.args[:n], op.args[n:])
+        args = [self.expr(a) for a in op.args[:n]]
+        i = self.launched
+        self.launched += 1
+        keywords = []
+        for name, value in body_constants(kernel_function(kernel)).items():
+            self.constants.append(f"{name}_{i} = {value}")
+            keywords.append(f"{name}={name}_{i}")
+        warps, stages = kernel.warps_stages or (config_for(kernel, configs).num_warps,
+                                                config_for(kernel, configs).num_stages)
+        keywords += [f"num_warps={warps}", f"num_stages={stages}"]
+        grid = (f"triton.cdiv({self.expr(m)}, BLOCK_M_{i}) * triton.cdiv({self.expr(n_size)}, BLOCK_N_{i})",
+                self.expr(axis1), self.expr(axis2))
+        self.lines.append(f"{kernel.name}[({', '.join(grid)})]({', '.join(args + keywords)})")
 
 
 def _root(name: str, aliases: dict[str, str]) -> str:

@@ -29,8 +29,9 @@ class Start:
     notes: list[str] = field(default_factory=list)
 
 
-def capture(task_dir: Path, device: str, timeout: float = 600.0) -> dict:
-    """What Inductor generated for the task (capture.py's JSON), or Refusal with the child's one line."""
+def capture(task_dir: Path, device: str, timeout: float = 600.0, keep: Path | None = None) -> dict:
+    """What Inductor generated for the task (capture.py's JSON), or Refusal with the child's one line.
+    `keep`: a copy of that JSON (or of the child's error) is written there, whatever follows."""
     with tempfile.TemporaryDirectory(prefix="kt-inductor-") as tmp:
         out = Path(tmp) / "captured.json"
         cmd = [sys.executable, "-m", "kernel_tui.core.inductor.capture", str(task_dir), "--device", device,
@@ -45,6 +46,9 @@ def capture(task_dir: Path, device: str, timeout: float = 600.0) -> dict:
             last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
             raise Refusal(f"torch.compile's process failed ({last[:200]}): keep the eager start")
         captured = json.loads(out.read_text(encoding="utf-8"))
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(json.dumps(captured, indent=1) + "\n", encoding="utf-8")
     if captured.get("error"):
         raise Refusal(f"torch.compile failed on the reference ({captured['error']}): keep the eager start")
     if not captured.get("code"):
@@ -52,12 +56,12 @@ def capture(task_dir: Path, device: str, timeout: float = 600.0) -> dict:
     return captured
 
 
-def inductor_start(task_dir: Path, device: str, timeout: float = 600.0) -> Start:
-    """The rewritten start, not yet checked or installed."""
+def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Path | None = None) -> Start:
+    """The rewritten start, not yet checked or installed (`keep`: see capture)."""
     from kernel_tui.core.task import load_spec
 
     spec = load_spec(task_dir / "task.json")
-    captured = capture(task_dir, device, timeout)
+    captured = capture(task_dir, device, timeout, keep)
     unknown = [p for p in captured["placeholders"] if p.startswith("?")]
     if unknown:
         raise Refusal(f"the compiled graph reads {unknown[0][1:]}, which is no launch argument: keep the eager start")

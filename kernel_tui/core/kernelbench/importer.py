@@ -134,7 +134,8 @@ def _files(problem: source.Problem, probed: Probed, runs: SmallRuns, args: Argum
     layout = writer.Layout(
         forward=args.forward, state=[s["name"] for s in first["state"]],
         buffers=[s["name"] for s in first["state"] if s["buffer"]], outputs=len(args.outputs), dims=probed.dims,
-        dtype=PRECISIONS[precision][0], tuple_output=bool(first["tuple"]), seed_forward=runs.seed_forward)
+        dtype=PRECISIONS[precision][0], tuple_output=bool(first["tuple"]), seed_forward=runs.seed_forward,
+        names=[e.name for e in args.entries][: len(args.forward) + len(first["state"])])
     text, stem, setter = problem.text, Path(problem.path).stem, probed.setter
     files = {"reference.py": writer.reference_source(text, stem, layout, setter)}
     if args.generator:

@@ -30,6 +30,37 @@ class Layout:
     dtype: str  # torch dtype name of the precision
     tuple_output: bool
     seed_forward: bool  # forward draws random numbers (dropout): seed it so the answer is repeatable
+    names: list[str]  # the launch names of forward's arguments and of the state, in that order
+
+
+def _compile_target(layout: Layout) -> str:
+    """`compile_target`, what start-from-inductor compiles: Dynamo cannot trace the model's construction (its
+    cache is keyed by sorted dimensions), and names a graph input by the parameter it came in as."""
+    n_forward = len(layout.forward)
+    forward, state = layout.names[:n_forward], layout.names[n_forward:]
+    params = ", ".join(layout.names)
+    tup = lambda names: "(" + "".join(f"{x}, " for x in names) + ")"  # noqa: E731 - a one-element tuple too
+    seeded = ('    raise ValueError("forward draws random numbers: torch.compile\'s random stream is not eager\'s")\n'
+              if layout.seed_forward else "")
+    return f'''
+
+def compile_target(*args):
+    """For torch.compile (start-from-inductor): the Model for these launch arguments, built here, outside what
+    is compiled, and a function of the arguments forward reads, by their launch names; with those arguments."""
+{seeded}    n = len(_KT_FORWARD) + len(_KT_STATE)
+    dims = dict(zip(_KT_DIMENSIONS, (int(d) for d in args[n + _KT_OUTPUTS :])))
+    device = next((a.device for a in args if isinstance(a, _kt_torch.Tensor)), _kt_torch.device("cpu"))
+    model = _kt_model(dims, device)
+
+    def forward({params}):
+        values = dict(zip(_KT_STATE, {tup(state)}))
+        values = {{k: (t.clone() if k in _KT_BUFFERS else t) for k, t in values.items()}}
+        with _kt_torch.no_grad():
+            result = _kt_functional_call(model, values, {tup(forward)})
+        return tuple(result) if _KT_TUPLE else result
+
+    return forward, list(args[:n])
+'''
 
 
 def _header(problem_name: str, what: str) -> str:
@@ -94,7 +125,8 @@ def reference(*args):
 
 
 def reference_source(problem_text: str, problem_name: str, layout: Layout, setter: str) -> str:
-    return _header(problem_name, "Reference") + problem_text.rstrip() + "\n" + _common(layout, setter)
+    return (_header(problem_name, "Reference") + problem_text.rstrip() + "\n" + _common(layout, setter)
+            + _compile_target(layout))
 
 
 def inputs_source(problem_text: str, problem_name: str, layout: Layout, setter: str) -> str:

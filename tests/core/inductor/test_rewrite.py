@@ -119,11 +119,11 @@ def test_static_code_for_a_task_with_several_shapes_is_refused():
                                       single_shape=True)
 
 
-def test_a_template_kernel_is_refused():
+def test_a_template_kernel_that_is_no_gemm_is_refused():
     source = generated_source("gelu").replace("@triton_heuristics.pointwise(", "@triton_heuristics.template(")
     with pytest.raises(Refusal) as exc:
         rewrite_for_task(source, spec_of("gelu"), ["x"])
-    assert "template" in one_line(exc) and "not supported yet" in str(exc.value)
+    assert "is a template without the GEMM's BLOCK_K" in one_line(exc) and "keep the eager start" in str(exc.value)
 
 
 def test_a_view_of_a_buffer_is_refused():

@@ -1,0 +1,98 @@
+"""What torch.compile generated on an H200 (tests/data/inductor_gpu): GEMM templates and autotuned kernels
+rewritten into starts the policy passes, the interpreter finds correct at the interpreter shapes, and the search
+can move; a template the rewrite does not know is refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernel_tui.core.inductor import Refusal, parse_generated, rewrite
+from kernel_tui.core.policy import check_source
+from kernel_tui.core.proposers.transforms import analyze
+from kernel_tui.core.task import load_spec
+from tests.conftest import DATA
+
+SAMPLES = DATA / "inductor_gpu"
+STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "softmax_rows"]
+
+
+def captured(name: str) -> dict:
+    return json.loads((SAMPLES / name / "capture.json").read_text(encoding="utf-8"))
+
+
+def start(name: str, code: str | None = None) -> str:
+    spec, cap = load_spec(SAMPLES / name / "task.json"), captured(name)
+    return rewrite(parse_generated(code or cap["code"]), launch_arguments=list(spec.launch_arguments),
+                   placeholders=cap["placeholders"], outputs=[t.name for t in spec.tensors if t.kind == "output"],
+                   configs=cap["configs"] or None, single_shape=False)
+
+
+@pytest.mark.parametrize("name", STARTS)
+def test_the_start_passes_the_policy_and_is_correct_on_the_interpreter(name, tmp_path: Path):
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.task import load_task
+
+    spec = load_spec(SAMPLES / name / "task.json")
+    source = start(name)
+    report = check_source(source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
+                          tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"])
+    assert report.ok, report.violations
+    root = tmp_path / name
+    shutil.copytree(SAMPLES / name, root)
+    (root / "baseline.py").write_text(source)
+    evaluator = Evaluator(load_task(root), device="cpu")
+    try:
+        result = evaluator.check(source)
+    finally:
+        evaluator.close()
+    assert result.status.value == "ok", result.reason
+    assert result.cases and all(c.passed for c in result.cases)
+
+
+def test_a_template_is_a_plain_kernel_with_its_tiles_as_constants_and_its_grid_from_them():
+    source = start("matmul_square")
+    assert "triton_heuristics" not in source and "@triton.jit" in source
+    assert "BLOCK_M_0 = 128" in source and "BLOCK_N_0 = 128" in source and "GROUP_M_0 = 8" in source
+    assert "BLOCK_M: tl.constexpr = " not in source  # moved out of the body into the parameters
+    assert "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr)" in source
+    assert "[(triton.cdiv(s85, BLOCK_M_0) * triton.cdiv(s85, BLOCK_N_0), 1, 1)]" in source
+    assert "num_warps=4, num_stages=3" in source  # the template decorator's choice
+
+
+def test_a_batched_template_keeps_the_batch_axis():
+    source = start("batched_matmul")
+    assert "s85 = A.shape[0]" in source
+    assert "* triton.cdiv(s68, BLOCK_N_0), s85, 1)]" in source or ", s85, 1)]" in source
+
+
+def test_the_search_can_move_the_tiles_warps_and_stages():
+    knobs = analyze(start("linear_scale_leaky_relu")).knobs
+    assert knobs["const:BLOCK_M_0"].value == 128 and knobs["const:BLOCK_K_0"].value == 32
+    assert knobs["const:GROUP_M_0"].kind == "group"
+    assert knobs["launch:triton_tem_fused_addmm_t_0:0:num_stages"].value == 3
+    assert knobs["const:XBLOCK_1"].value == 512  # the autotuned epilogue kernel's kept block
+
+
+def test_a_grid_that_is_not_the_tile_count_is_refused():
+    code = captured("matmul_square")["code"].replace("((127 + s85) // 128)*((127 + s85) // 128), 1, 1",
+                                                     "((63 + s85) // 64)*((127 + s85) // 128), 1, 1")
+    with pytest.raises(Refusal) as exc:
+        start("matmul_square", code)
+    assert "is not the tile count of M and N" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_template_that_is_no_gemm_is_refused():
+    code = captured("matmul_square")["code"].replace("    GROUP_M : tl.constexpr = 8\n", "")
+    with pytest.raises(Refusal) as exc:
+        start("matmul_square", code)
+    assert "without the GEMM's GROUP_M" in str(exc.value) and "keep the eager start" in str(exc.value)
+
+
+def test_an_output_returned_as_a_view_is_refused():
+    with pytest.raises(Refusal) as exc:
+        start("matmul_3d")
+    assert "reinterpret_tensor" in str(exc.value) and "not a plain row-major buffer" in str(exc.value)
