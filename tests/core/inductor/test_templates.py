@@ -17,7 +17,7 @@ from kernel_tui.core.task import load_spec
 from tests.conftest import DATA
 
 SAMPLES = DATA / "inductor_gpu"
-STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "softmax_rows"]
+STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "linear_swish_scale", "softmax_rows"]
 
 
 def captured(name: str) -> dict:
@@ -59,8 +59,8 @@ def test_a_template_is_a_plain_kernel_with_its_tiles_as_constants_and_its_grid_f
     assert "BLOCK_M_0 = 128" in source and "BLOCK_N_0 = 128" in source and "GROUP_M_0 = 8" in source
     assert "BLOCK_M: tl.constexpr = " not in source  # moved out of the body into the parameters
     assert "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr)" in source
-    assert "[(triton.cdiv(s85, BLOCK_M_0) * triton.cdiv(s85, BLOCK_N_0), 1, 1)]" in source
-    assert "num_warps=4, num_stages=3" in source  # the template decorator's choice
+    assert "[(triton.cdiv(s85, BLOCK_M_0) * triton.cdiv(s86, BLOCK_N_0), 1, 1)]" in source
+    assert "num_warps=8, num_stages=2" in source  # the template decorator's choice
 
 
 def test_a_batched_template_keeps_the_batch_axis():
@@ -69,17 +69,22 @@ def test_a_batched_template_keeps_the_batch_axis():
     assert "* triton.cdiv(s68, BLOCK_N_0), s85, 1)]" in source or ", s85, 1)]" in source
 
 
+def test_an_epilogue_fused_into_the_template_stays_in_it():
+    source = start("linear_scale_leaky_relu")
+    assert source.count("\n@triton.jit\n") == 1 and "tl.where(tmp5, tmp3, tmp7)" in source and "acc" in source
+
+
 def test_the_search_can_move_the_tiles_warps_and_stages():
-    knobs = analyze(start("linear_scale_leaky_relu")).knobs
+    knobs = analyze(start("linear_swish_scale")).knobs
     assert knobs["const:BLOCK_M_0"].value == 128 and knobs["const:BLOCK_K_0"].value == 32
     assert knobs["const:GROUP_M_0"].kind == "group"
     assert knobs["launch:triton_tem_fused_addmm_t_0:0:num_stages"].value == 3
-    assert knobs["const:XBLOCK_1"].value == 512  # the autotuned epilogue kernel's kept block
+    assert knobs["const:XBLOCK_1"].value == 1024  # the autotuned epilogue kernel's kept block
 
 
 def test_a_grid_that_is_not_the_tile_count_is_refused():
-    code = captured("matmul_square")["code"].replace("((127 + s85) // 128)*((127 + s85) // 128), 1, 1",
-                                                     "((63 + s85) // 64)*((127 + s85) // 128), 1, 1")
+    code = captured("matmul_square")["code"].replace("((127 + s85) // 128)*((127 + s86) // 128), 1, 1",
+                                                     "((63 + s85) // 64)*((127 + s86) // 128), 1, 1")
     with pytest.raises(Refusal) as exc:
         start("matmul_square", code)
     assert "is not the tile count of M and N" in str(exc.value) and "\n" not in str(exc.value)
