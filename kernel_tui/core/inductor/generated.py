@@ -72,9 +72,34 @@ class Alias:
 
 
 @dataclass(frozen=True)
+class View:
+    """reinterpret_tensor(source, sizes, strides, offset): the source's storage seen another way."""
+
+    source: str
+    sizes: tuple[str, ...]
+    strides: tuple[str, ...]
+    offset: str
+
+    @classmethod
+    def parse(cls, text: str) -> View | None:
+        try:
+            call = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return None
+        if not (isinstance(call, ast.Call) and dotted(call.func) == "reinterpret_tensor" and len(call.args) == 4
+                and isinstance(call.args[0], ast.Name)):
+            return None
+        return cls(call.args[0].id, _texts(call.args[1]), _texts(call.args[2]), ast.unparse(call.args[3]))
+
+
+@dataclass(frozen=True)
 class Reinterpret:
     name: str
     expr: str  # buf2 = reinterpret_tensor(buf0, (sizes), (strides), offset)
+
+    @property
+    def view(self) -> View | None:
+        return View.parse(self.expr)
 
 
 @dataclass(frozen=True)

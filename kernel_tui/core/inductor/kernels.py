@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 
 from kernel_tui.core.inductor.generated import Kernel, dotted
+from kernel_tui.core.inductor.welford import NAMES as WELFORD
 from kernel_tui.core.policy.allowlist import LIBDEVICE_NAMES, TRITON_LANGUAGE_NAMES
 
 
@@ -41,11 +42,12 @@ def _attr(path: str) -> ast.expr:
 
 
 class _Helpers(ast.NodeTransformer):
-    """Rewrites the helper calls of one kernel body; `uses_libdevice` tells the caller to import it."""
+    """Rewrites the helper calls of one kernel body; `needs` tells the caller what the module must then hold:
+    "libdevice" (its import), "welford" (welford.SOURCE)."""
 
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
-        self.uses_libdevice = False
+        self.needs: set[str] = set()
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         module, _, fn = dotted(node.func).rpartition(".")
@@ -61,7 +63,7 @@ class _Helpers(ast.NodeTransformer):
                 node.func = _attr(f"tl.{fn}")
             elif fn in LIBDEVICE_NAMES:
                 node.func = _attr(f"libdevice.{fn}")
-                self.uses_libdevice = True
+                self.needs.add("libdevice")
             else:
                 raise Refusal(f"kernel {self.kernel} calls {module}.{fn}, which neither tl nor libdevice has: "
                               "keep the eager start")
@@ -78,6 +80,10 @@ class _Helpers(ast.NodeTransformer):
             return ast.Call(_attr("tl.where"), [ast.BinOp(wins, ast.BitOr(), nan), a, b], [])
         if fn in REDUCTIONS:
             node.func = _attr(REDUCTIONS[fn])
+            return node
+        if fn in WELFORD:
+            node.func = _attr(WELFORD[fn])
+            self.needs.add("welford")
             return node
         raise Refusal(f"kernel {self.kernel} calls triton_helpers.{fn}, which the rewrite has no tl form for: "
                       "keep the eager start")
@@ -106,8 +112,8 @@ def kernel_function(kernel: Kernel) -> ast.FunctionDef:
     return fn
 
 
-def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, bool]:
-    """The kernel as plain `@triton.jit` source, and whether it calls libdevice."""
+def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, set[str]]:
+    """The kernel as plain `@triton.jit` source, and what the module must hold for it (`_Helpers.needs`)."""
     if kernel.heuristic == "template":
         from kernel_tui.core.inductor.template import body_sizes, template_function  # they build on this module
 
@@ -127,4 +133,4 @@ def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, bool]:
     fn.decorator_list = [_attr("triton.jit")]
     helpers = _Helpers(kernel.name)
     fn = helpers.visit(fn)
-    return ast.unparse(ast.fix_missing_locations(fn)), helpers.uses_libdevice
+    return ast.unparse(ast.fix_missing_locations(fn)), helpers.needs

@@ -15,6 +15,7 @@ block that is a constexpr parameter is a module-level constant (`XBLOCK_0 = 1024
 from __future__ import annotations
 
 import ast
+import math
 import random
 from dataclasses import dataclass
 
@@ -122,6 +123,20 @@ def _value(node: ast.AST, env: dict[str, int], high: int = 97) -> int:
 def evaluate(text: str, env: dict[str, int], draw: int) -> int:
     """`text` at draw 1 (sizes up to 97) or 2 (up to 20000) of its symbols; `env` keeps the values drawn."""
     return _value(ast.parse(text, mode="eval").body, env, 97 if draw == 1 else 20000)
+
+
+def same_numel(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two shapes hold as many elements, at two draws of their symbols."""
+    for draw in (1, 2):
+        env: dict[str, int] = {}
+        try:
+            na = math.prod(evaluate(s, env, draw) for s in a)
+            nb = math.prod(evaluate(s, env, draw) for s in b)
+        except (ValueError, SyntaxError):
+            return False
+        if na != nb:
+            return False
+    return True
 
 
 def is_contiguous(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:

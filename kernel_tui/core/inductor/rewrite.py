@@ -11,9 +11,13 @@ keywords of the launch: the forms in which the search's knob analysis (transform
 (per kernel name, what bench/record_inductor.py keeps in STEM.configs.json) supplies them, else
 launch.DEFAULT_CONFIGS.
 
+A `reinterpret_tensor` view at offset 0 is its buffer (a kernel takes the data pointer; the view's strides are in
+its index arithmetic); a returned one is the output where it only reshapes a row-major allocation. GEMM templates
+are template.py's.
+
 Refused, with a one-line Refusal naming what stays eager: extern and aten calls (library GEMMs and the like),
-`reinterpret_tensor` views, template kernels, helpers without a `tl` form, statically shaped kernels for a task
-with several shapes, and returned buffers that are not plain allocations.
+views into the middle of a buffer, templates other than a GEMM's, helpers without a `tl` form, statically shaped
+kernels for a task with several shapes, and returned buffers that are not plain row-major allocations.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from kernel_tui.core.inductor.generated import (
     Reinterpret,
     Return,
     Unpack,
+    View,
     parse_generated,
 )
 from kernel_tui.core.inductor.kernels import Refusal, kernel_function, rewrite_kernel
@@ -46,8 +51,10 @@ from kernel_tui.core.inductor.launch import (
     derive_placeholders,
     grid_axes,
     is_contiguous,
+    same_numel,
 )
 from kernel_tui.core.inductor.template import body_constants, template_grid
+from kernel_tui.core.inductor.welford import SOURCE as WELFORD_SOURCE
 
 if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
@@ -84,7 +91,9 @@ class _Host:
 
     def expr(self, text: str, *, calls: bool = False) -> str:
         tree = ast.parse(text, mode="eval")
-        if not calls and any(isinstance(n, ast.Call) for n in ast.walk(tree)):
+        size_math = ("max", "min")  # Inductor's size expressions clamp with the builtins: `max(1, s27 // 8)`
+        if not calls and any(isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name) and n.func.id in size_math)
+                             for n in ast.walk(tree)):
             raise Refusal(f"launch argument {text} is a call (a view or conversion) the rewrite does not make: "
                           "keep the eager start")
         return ast.unparse(_Rename(self.env).visit(tree))
@@ -152,9 +161,21 @@ def _root(name: str, aliases: dict[str, str]) -> str:
     return name
 
 
+def _returned_view(expr: str, generated: Generated) -> tuple[str, View | None]:
+    """A returned expression as (the buffer it reads, the view it takes of it, if any)."""
+    inline = View.parse(expr)
+    if inline is not None:
+        return inline.source, inline
+    named = {op.name: op.view for op in generated.of(Reinterpret)}
+    view = named.get(expr)
+    return (view.source, view) if view is not None else (expr, None)
+
+
 def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
-    """Each returned buffer's allocation -> the task output it becomes."""
+    """Each returned buffer's allocation -> the task output it becomes. A returned view of an allocation counts
+    where both are row-major over the same elements (a reshape): the output then stands for the allocation."""
     aliases = {op.name: op.source for op in generated.of(Alias)}
+    aliases.update({op.name: op.view.source for op in generated.of(Reinterpret) if op.view is not None})
     allocs = {op.name: op for op in generated.of(Alloc)}
     returns = generated.of(Return)
     returned = list(returns[-1].exprs) if returns else []
@@ -163,10 +184,14 @@ def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
                       "keep the eager start")
     chosen = {}
     for expr, out in zip(returned, outputs):
-        alloc = allocs.get(_root(expr, aliases))
-        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen:
-            raise Refusal(f"returned {expr} is not a plain row-major buffer to write {out} through, and the policy "
-                          "allows no copy into an output: keep the eager start")
+        source, view = _returned_view(expr, generated)
+        alloc = allocs.get(_root(source, aliases))
+        reshaped = view is None or (view.offset == "0" and is_contiguous(view.sizes, view.strides)
+                                    and alloc is not None and same_numel(view.sizes, alloc.sizes))
+        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen or not reshaped:
+            raise Refusal(f"returned {expr.split('(')[0]}{'(...)' if '(' in expr else ''} is not a plain row-major "
+                          f"buffer to write {out} through, and the policy allows no copy into an output: "
+                          "keep the eager start")
         chosen[alloc.name] = out
     return chosen
 
@@ -190,9 +215,11 @@ def _refuse_unsupported(generated: Generated) -> None:
     for op in generated.ops:
         if isinstance(op, ExternCall):
             raise Refusal(f"extern call {op.target} stays a library call: keep the eager start")
-        if isinstance(op, Reinterpret):
-            raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view the policy allows no as_strided for: "
-                          "keep the eager start")
+        if isinstance(op, Reinterpret) and (op.view is None or op.view.offset != "0"):
+            # a kernel takes a view's data pointer (its strides are in the kernel's index arithmetic): a view at
+            # offset 0 is its buffer; one elsewhere in the storage would need as_strided, which the policy refuses
+            raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view into the middle of a buffer, which "
+                          "needs as_strided, which the policy allows not: keep the eager start")
 
 
 def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> None:
@@ -201,6 +228,8 @@ def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> No
             host.lines.append(f"{op.name} = {host.expr(op.expr)}")
         elif isinstance(op, Alias):
             host.env[op.name] = host.env.get(op.source, op.source)
+        elif isinstance(op, Reinterpret) and op.view is not None:  # at offset 0: the same data pointer
+            host.env[op.name] = host.env.get(op.view.source, op.view.source)
         elif isinstance(op, Alloc):
             if op.name in outputs:
                 host.env[op.name] = outputs[op.name]
@@ -226,19 +255,20 @@ def rewrite(
     """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager."""
     _refuse_unsupported(generated)
     kernels = []
-    libdevice = False
+    needs: set[str] = set()
     for kernel in generated.kernels.values():
-        source, uses = rewrite_kernel(kernel, single_shape=single_shape)
+        source, needed = rewrite_kernel(kernel, single_shape=single_shape)
         kernels.append(source)
-        libdevice |= uses
+        needs |= needed
     env = _placeholder_env(generated, placeholders)
     host = _Host(generated, env, _device(generated, env))
     _host_body(host, _output_buffers(generated, outputs), configs)
     if not host.launched:
         raise Refusal("the generated call() launches no Triton kernel: keep the eager start")
-    header = HEADER + ("from triton.language.extra import libdevice\n" if libdevice else "")
+    header = HEADER + ("from triton.language.extra import libdevice\n" if "libdevice" in needs else "")
     body = "\n".join(f"    {line}" for line in host.lines)
-    parts = [header, "\n".join(host.constants) + "\n", *kernels,
+    helpers = [WELFORD_SOURCE] if "welford" in needs else []
+    parts = [header, "\n".join(host.constants) + "\n", *helpers, *kernels,
              f"def launch({', '.join(launch_arguments)}):\n{body}\n"]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 

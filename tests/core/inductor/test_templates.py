@@ -17,7 +17,8 @@ from kernel_tui.core.task import load_spec
 from tests.conftest import DATA
 
 SAMPLES = DATA / "inductor_gpu"
-STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "linear_swish_scale", "softmax_rows"]
+STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "linear_swish_scale", "softmax_rows",
+          "matmul_3d"]
 
 
 def captured(name: str) -> dict:
@@ -97,7 +98,24 @@ def test_a_template_that_is_no_gemm_is_refused():
     assert "without the GEMM's GROUP_M" in str(exc.value) and "keep the eager start" in str(exc.value)
 
 
-def test_an_output_returned_as_a_view_is_refused():
+def test_an_output_returned_as_a_reshape_of_its_buffer_is_written_through_directly():
+    source = start("matmul_3d")  # the GEMM's (N*M, L) buffer, returned as (N, M, L)
+    assert "torch.empty_strided" not in source and "](A, B, out, " in source
+
+
+def test_a_returned_view_that_is_no_reshape_is_refused():
+    code = captured("matmul_3d")["code"]
+    assert "(s84*s86, s86, 1), 0)" in code
+    for changed in ("(s84*s86, 1, s84), 0)", "(s84*s86, s86, 1), 7)"):  # transposed; not at the start
+        with pytest.raises(Refusal) as exc:
+            start("matmul_3d", code.replace("(s84*s86, s86, 1), 0)", changed))
+        assert "not a plain row-major buffer to write out through" in str(exc.value)
+
+
+def test_a_view_into_the_middle_of_a_buffer_is_refused():
+    code = captured("matmul_3d")["code"].replace(
+        "        return (reinterpret_tensor(buf0,", "        buf9 = reinterpret_tensor(buf0, (s86, ), (1, ), s86)\n"
+        "        return (reinterpret_tensor(buf0,")
     with pytest.raises(Refusal) as exc:
-        start("matmul_3d")
-    assert "reinterpret_tensor" in str(exc.value) and "not a plain row-major buffer" in str(exc.value)
+        start("matmul_3d", code)
+    assert "buf9 = reinterpret_tensor(...) is a view into the middle of a buffer" in str(exc.value)
