@@ -91,8 +91,10 @@ def capture(task_dir: Path, device: str) -> dict:
         return compile_fx(gm, example_inputs)
 
     torch._dynamo.reset()
-    # a model's float attributes (a scale, a slope) are constants of the task, not graph inputs
+    # a model's float attributes (a scale, a slope) are constants of the task, not graph inputs,
     torch._dynamo.config.specialize_float = True
+    # and so are its int attributes (a reduction's dim): tensor sizes stay symbolic (dynamic=True) regardless
+    torch._dynamo.config.specialize_int = True
     # two sizes equal at the capture's shape are two symbols still (in_features == out_features, say)
     torch.fx.experimental._config.use_duck_shape = False
     compiled = torch.compile(reference, backend=backend, dynamic=True, fullgraph=True)

@@ -11,8 +11,9 @@ runs `tl` math but not libdevice, and the GPU lowers both to the same device fun
 where tl uses the fast approximations. Others stay `libdevice.<f>`, from `triton.language.extra` (the
 backend-neutral module the GPU backend resolves): such a start runs on a GPU only.
 
-A statically shaped kernel sets its sizes in its body (`xnumel = 128`); a task with several shapes needs
-Inductor's dynamic-shape code (`torch.compile(dynamic=True)`), so those kernels are refused for it.
+A statically shaped kernel sets its sizes in its body (`xnumel = 128`). With symbolic sizes (`dynamic=True`)
+Inductor still fixes the ones the model fixes (a LayerNorm's normalized_shape, say): for a task with several
+shapes such a kernel is kept, flagged "static", and the check at every shape decides.
 """
 
 from __future__ import annotations
@@ -118,19 +119,18 @@ def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, set[str]
         from kernel_tui.core.inductor.template import body_sizes, template_function  # they build on this module
 
         sizes = body_sizes(kernel_function(kernel))
-        if not single_shape and sizes and all(v.isdigit() for v in sizes.values()):
-            raise Refusal(f"kernel {kernel.name} is compiled for one static shape and the task has several: "
-                          "record it with torch.compile(dynamic=True)")
+        static = bool(sizes) and all(v.isdigit() for v in sizes.values())
         fn = template_function(kernel)
     elif kernel.heuristic not in SUPPORTED_HEURISTICS:
         raise Refusal(f"kernel {kernel.name} is a {kernel.heuristic or 'undecorated'} kernel, which the rewrite "
                       "does not launch: keep the eager start")
     else:
         fn = kernel_function(kernel)
-    if static_numels(fn) and not single_shape:
-        raise Refusal(f"kernel {kernel.name} is compiled for one static shape and the task has several: "
-                      "record it with torch.compile(dynamic=True)")
+        static = bool(static_numels(fn))
     fn.decorator_list = [_attr("triton.jit")]
     helpers = _Helpers(kernel.name)
     fn = helpers.visit(fn)
-    return ast.unparse(ast.fix_missing_locations(fn)), helpers.needs
+    # a size Inductor fixed (a model's normalized_shape, a loss's numel) holds at other shapes or it does not:
+    # the check at every shape of the task decides, and the caller says which kernels it hangs on
+    flagged = {"static"} if static and not single_shape else set()
+    return ast.unparse(ast.fix_missing_locations(fn)), helpers.needs | flagged

@@ -251,8 +251,10 @@ def rewrite(
     outputs: list[str],
     configs: dict[str, dict] | None = None,
     single_shape: bool = False,
+    notes: list[str] | None = None,
 ) -> str:
-    """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager."""
+    """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager.
+    `notes` gets a line for what the check must settle (kernels with a size fixed at the captured shape)."""
     _refuse_unsupported(generated)
     kernels = []
     needs: set[str] = set()
@@ -260,6 +262,9 @@ def rewrite(
         source, needed = rewrite_kernel(kernel, single_shape=single_shape)
         kernels.append(source)
         needs |= needed
+        if "static" in needed and notes is not None:
+            notes.append(f"kernel {kernel.name} has sizes fixed at the captured shape: only the check at every "
+                         "shape of the task says whether they hold")
     env = _placeholder_env(generated, placeholders)
     host = _Host(generated, env, _device(generated, env))
     _host_body(host, _output_buffers(generated, outputs), configs)

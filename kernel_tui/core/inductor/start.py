@@ -65,6 +65,7 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
     unknown = [p for p in captured["placeholders"] if p.startswith("?")]
     if unknown:
         raise Refusal(f"the compiled graph reads {unknown[0][1:]}, which is no launch argument: keep the eager start")
+    static: list[str] = []
     source = rewrite(
         parse_generated(captured["code"]),
         launch_arguments=list(spec.launch_arguments),
@@ -72,9 +73,10 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
         outputs=[t.name for t in spec.tensors if t.kind == "output"],
         configs=captured.get("configs") or None,
         single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
+        notes=static,
     )
     label = f"torch.compile's kernels (Inductor, torch {captured['torch']})"
-    notes = [f"captured on {captured['device_name']} at shape {captured['shape']!r}"]
+    notes = [f"captured on {captured['device_name']} at shape {captured['shape']!r}", *static]
     if captured.get("modules", 1) > 1:
         notes.append(f"the reference compiled to {captured['modules']} graphs; the start holds the first")
     if not captured.get("configs"):
