@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from kernel_tui.core.inductor.generated import Kernel, dotted
-from kernel_tui.core.inductor.welford import NAMES as WELFORD
+from kernel_tui.core.inductor.helpers import FUNCTIONS as OWN_HELPERS
 from kernel_tui.core.policy.allowlist import LIBDEVICE_NAMES, TRITON_LANGUAGE_NAMES
 
 
@@ -44,7 +44,7 @@ def _attr(path: str) -> ast.expr:
 
 class _Helpers(ast.NodeTransformer):
     """Rewrites the helper calls of one kernel body; `needs` tells the caller what the module must then hold:
-    "libdevice" (its import), "welford" (welford.SOURCE)."""
+    "libdevice" (its import), or a group of helpers.SOURCES."""
 
     def __init__(self, kernel: str) -> None:
         self.kernel = kernel
@@ -82,9 +82,10 @@ class _Helpers(ast.NodeTransformer):
         if fn in REDUCTIONS:
             node.func = _attr(REDUCTIONS[fn])
             return node
-        if fn in WELFORD:
-            node.func = _attr(WELFORD[fn])
-            self.needs.add("welford")
+        if fn in OWN_HELPERS:
+            name, group = OWN_HELPERS[fn]
+            node.func = _attr(name)
+            self.needs.add(group)
             return node
         raise Refusal(f"kernel {self.kernel} calls triton_helpers.{fn}, which the rewrite has no tl form for: "
                       "keep the eager start")

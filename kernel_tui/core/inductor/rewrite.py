@@ -42,6 +42,7 @@ from kernel_tui.core.inductor.generated import (
     View,
     parse_generated,
 )
+from kernel_tui.core.inductor.helpers import SOURCES as HELPER_SOURCES
 from kernel_tui.core.inductor.kernels import Refusal, kernel_function, rewrite_kernel
 from kernel_tui.core.inductor.launch import (
     MAX_GRID_YZ,
@@ -54,7 +55,6 @@ from kernel_tui.core.inductor.launch import (
     same_numel,
 )
 from kernel_tui.core.inductor.template import body_constants, template_grid
-from kernel_tui.core.inductor.welford import SOURCE as WELFORD_SOURCE
 
 if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
@@ -272,7 +272,7 @@ def rewrite(
         raise Refusal("the generated call() launches no Triton kernel: keep the eager start")
     header = HEADER + ("from triton.language.extra import libdevice\n" if "libdevice" in needs else "")
     body = "\n".join(f"    {line}" for line in host.lines)
-    helpers = [WELFORD_SOURCE] if "welford" in needs else []
+    helpers = [source for group, source in HELPER_SOURCES.items() if group in needs]
     parts = [header, "\n".join(host.constants) + "\n", *helpers, *kernels,
              f"def launch({', '.join(launch_arguments)}):\n{body}\n"]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)

@@ -147,25 +147,27 @@ def test_a_2d_tiled_kernel_gets_its_y_axis_with_inductors_overflow_into_z():
     assert grid in source
 
 
-def test_welfords_running_variance_is_the_starts_own_and_correct(tmp_path: Path):
-    """GroupNorm (CPU-generated, tests/data/inductor/group_norm): Inductor's welford_reduce and welford become the
-    start's own jit functions; small reduction blocks keep the interpreter quick (it runs tl.reduce's combine
-    function element by element)."""
+def small_reduction_start(name: str) -> str:
+    """The start from a capture under tests/data/inductor/NAME, its looped reductions 16 wide: the interpreter
+    runs tl.reduce's combine function element by element, and 1024 wide takes minutes."""
+    capture = json.loads((task_dir(name) / "capture.json").read_text())
+    generated = parse_generated(capture["code"])
+    small = {k.name: {"kwargs": {"XBLOCK": 1, "R0_BLOCK": 16}, "num_warps": 4, "num_stages": 1}
+             for k in generated.kernels.values() if k.heuristic == "reduction"}
+    spec = spec_of(name)
+    source = rewrite(generated, launch_arguments=list(spec.launch_arguments), placeholders=capture["placeholders"],
+                     outputs=[t.name for t in spec.tensors if t.kind == "output"], configs=small)
+    assert check_source(source, entrypoint="launch", launch_arguments=spec.launch_arguments,
+                        tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"]).ok
+    return source
+
+
+def check_on_interpreter(name: str, source: str, tmp_path: Path) -> None:
     from kernel_tui.core.evaluator import Evaluator
     from kernel_tui.core.task import load_task
 
-    capture = json.loads((task_dir("group_norm") / "capture.json").read_text())
-    spec = spec_of("group_norm")
-    small = {"triton_red_fused_native_group_norm_0": {"kwargs": {"XBLOCK": 1, "R0_BLOCK": 16}, "num_warps": 4,
-                                                      "num_stages": 1}}
-    source = rewrite(parse_generated(capture["code"]), launch_arguments=list(spec.launch_arguments),
-                     placeholders=capture["placeholders"], outputs=["out"], configs=small)
-    assert "triton_helpers" not in source and "welford_step(tmp1, tmp2_mean, tmp2_m2, tmp2_weight" in source
-    assert "welford_along(tmp2_mean, tmp2_m2, tmp2_weight, 1)" in source and "def welford_merge(" in source
-    assert check_source(source, entrypoint="launch", launch_arguments=spec.launch_arguments,
-                        tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"]).ok
-    root = tmp_path / "group_norm"
-    shutil.copytree(task_dir("group_norm"), root)
+    root = tmp_path / name
+    shutil.copytree(task_dir(name), root)
     (root / "baseline.py").write_text(source)
     evaluator = Evaluator(load_task(root), device="cpu")
     try:
@@ -173,3 +175,57 @@ def test_welfords_running_variance_is_the_starts_own_and_correct(tmp_path: Path)
     finally:
         evaluator.close()
     assert result.status.value == "ok", result.reason
+
+
+def test_welfords_running_variance_is_the_starts_own_and_correct(tmp_path: Path):
+    """GroupNorm (tests/data/inductor/group_norm): Inductor's welford_reduce and welford become the start's own
+    jit functions."""
+    source = small_reduction_start("group_norm")
+    assert "triton_helpers" not in source and "welford_step(tmp1, tmp2_mean, tmp2_m2, tmp2_weight" in source
+    assert "welford_along(tmp2_mean, tmp2_m2, tmp2_weight, 1)" in source and "def welford_merge(" in source
+    assert "def larger_with_index(" not in source  # only the helpers a kernel calls
+    check_on_interpreter("group_norm", source, tmp_path)
+
+
+def test_argmax_is_correct_with_the_starts_own_helpers(tmp_path: Path):
+    source = small_reduction_start("argmax_dim1")
+    assert "triton_helpers" not in source and "larger_with_index(_tmp2, _tmp2_index, tmp1, rindex)" in source
+    assert "largest_with_index(_tmp2, _tmp2_index, 1)" in source and "def welford_step(" not in source
+    check_on_interpreter("argmax_dim1", source, tmp_path)
+
+
+TIES = """
+import torch, triton, triton.language as tl
+{helpers}
+
+@triton.jit
+def pick(x_ptr, value_ptr, index_ptr, n: tl.constexpr):
+    offsets = tl.arange(0, n)
+    value, index = {along}(tl.load(x_ptr + offsets), offsets, 0)
+    tl.store(value_ptr, value)
+    tl.store(index_ptr, index)
+
+for row in ([1.0, 3.0, 3.0, 2.0], [1.0, float("nan"), 5.0, float("nan")], [2.0, 2.0, 2.0, 2.0]):
+    x = torch.tensor(row)
+    value, index = torch.empty(1), torch.empty(1, dtype=torch.int32)
+    pick[(1,)](x, value, index, 4)
+    print(int(index), int(torch.{torch_fn}(x)))
+"""
+
+
+@pytest.mark.parametrize("group, along, torch_fn", [("max_index", "largest_with_index", "argmax"),
+                                                    ("min_index", "smallest_with_index", "argmin")])
+def test_the_index_helpers_pick_the_first_of_equal_values_and_a_nan_as_torch_does(group, along, torch_fn, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from kernel_tui.core.inductor.helpers import SOURCES
+
+    script = tmp_path / "ties.py"
+    script.write_text(TIES.format(helpers=SOURCES[group], along=along, torch_fn=torch_fn))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    pairs = [line.split() for line in done.stdout.split("\n") if line.strip()]
+    assert len(pairs) == 3 and all(ours == theirs for ours, theirs in pairs), pairs
