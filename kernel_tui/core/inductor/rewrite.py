@@ -155,27 +155,28 @@ class _Host:
         self.lines.append(f"{kernel.name}[({', '.join(grid)})]({', '.join(args + keywords)})")
 
 
-def _root(name: str, aliases: dict[str, str]) -> str:
-    while name in aliases:
-        name = aliases[name]
-    return name
-
-
-def _returned_view(expr: str, generated: Generated) -> tuple[str, View | None]:
-    """A returned expression as (the buffer it reads, the view it takes of it, if any)."""
+def _views_to_alloc(expr: str, generated: Generated) -> tuple[str, list[View]]:
+    """A returned expression followed back to the buffer under it: that name, and every view on the way."""
+    aliases = {op.name: op.source for op in generated.of(Alias)}
+    named = {op.name: op.view for op in generated.of(Reinterpret) if op.view is not None}
+    views: list[View] = []
     inline = View.parse(expr)
     if inline is not None:
-        return inline.source, inline
-    named = {op.name: op.view for op in generated.of(Reinterpret)}
-    view = named.get(expr)
-    return (view.source, view) if view is not None else (expr, None)
+        views.append(inline)
+        expr = inline.source
+    while expr in aliases or expr in named:
+        if expr in named:
+            views.append(named[expr])
+            expr = named[expr].source
+        else:
+            expr = aliases[expr]
+    return expr, views
 
 
 def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
     """Each returned buffer's allocation -> the task output it becomes. A returned view of an allocation counts
-    where both are row-major over the same elements (a reshape): the output then stands for the allocation."""
-    aliases = {op.name: op.source for op in generated.of(Alias)}
-    aliases.update({op.name: op.view.source for op in generated.of(Reinterpret) if op.view is not None})
+    where every view on the way is row-major over the same elements (a reshape): the output then stands for the
+    allocation."""
     allocs = {op.name: op for op in generated.of(Alloc)}
     returns = generated.of(Return)
     returned = list(returns[-1].exprs) if returns else []
@@ -184,11 +185,11 @@ def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
                       "keep the eager start")
     chosen = {}
     for expr, out in zip(returned, outputs):
-        source, view = _returned_view(expr, generated)
-        alloc = allocs.get(_root(source, aliases))
-        reshaped = view is None or (view.offset == "0" and is_contiguous(view.sizes, view.strides)
-                                    and alloc is not None and same_numel(view.sizes, alloc.sizes))
-        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen or not reshaped:
+        root, views = _views_to_alloc(expr, generated)
+        alloc = allocs.get(root)
+        reshapes = alloc is not None and all(
+            v.offset == "0" and is_contiguous(v.sizes, v.strides) and same_numel(v.sizes, alloc.sizes) for v in views)
+        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen or not reshapes:
             raise Refusal(f"returned {expr.split('(')[0]}{'(...)' if '(' in expr else ''} is not a plain row-major "
                           f"buffer to write {out} through, and the policy allows no copy into an output: "
                           "keep the eager start")

@@ -137,6 +137,12 @@ def test_a_transposed_view_returned_as_the_output_is_refused():
     with pytest.raises(Refusal) as exc:
         rewrite_for_task(source, spec_of("gelu"), ["x"])
     assert "returned buf1 is not a plain row-major buffer to write output through" in one_line(exc)
+    behind_an_alias = generated_source("gelu").replace(
+        "return (buf0, )", "buf1 = reinterpret_tensor(buf0, (s27, s77), (1, s27), 0)\n        buf2 = buf1\n"
+        "        return (buf2, )")
+    with pytest.raises(Refusal) as exc:
+        rewrite_for_task(behind_an_alias, spec_of("gelu"), ["x"])
+    assert "returned buf2 is not a plain row-major buffer" in one_line(exc)
 
 
 def test_a_2d_tiled_kernel_gets_its_y_axis_with_inductors_overflow_into_z():
