@@ -3,7 +3,8 @@
 #   PART=copy     the copy's share of eager's time on imported problems (bench/pytorch_copy_share.py): S of
 #                 copying eager over returning eager; near 2 for one-input elementwise ops, near 1 for a matmul
 #   PART=suite    the suite of 2026-12-01 scored again with the fair PyTorch sides (bench/kernelbench/suite.py;
-#                 it resumes, so run it again until it says done), PROBLEMS picks a subset
+#                 it resumes, so run it again until it says done), PROBLEMS picks a subset (default: WORK's
+#                 problems.txt); with no WORK/suite yet it starts from RESUME, the committed folder of the last run
 #   PART=residual what a window adds beyond its calls, per side (bench/window_residual.py), for the judge
 # KB: a folder holding KernelBench's level1/ and level2/ (git-ignored .kernelbench/: carry it). WORK (git-ignored
 # .kt-fair/) holds the imported tasks and the suite's workspaces: carry it to the next call to resume there.
@@ -23,12 +24,15 @@ case "$PART" in
     timeout "${LIMIT:-540}" $PY bench/pytorch_copy_share.py --tasks "$WORK/tasks" --device cuda --runs ${RUNS:-3} \
       --out "$OUT/copy.json" >> "$OUT/copy.log" 2>&1 ;;
   suite)
+    # a fresh machine resumes from the committed folder (imported tasks, candidates, finished results)
+    [ -d "$WORK/suite" ] || tar xzf "${RESUME:-bench/results/2026-12-02-h200-fair/raw/kt-fair-suite.tgz}" -C "$WORK"
+    [ -z "${PROBLEMS:-}" ] && [ -f "$WORK/problems.txt" ] && PROBLEMS=$(cat "$WORK/problems.txt")
     timeout "${LIMIT:-540}" $PY bench/kernelbench/suite.py --kernelbench "$KB" --out "$WORK/suite" --device cuda \
       --runs 3 ${PROBLEMS:+--problems $PROBLEMS} 2>&1 | while IFS= read -r line; do echo "$(date +%T) $line"; done \
       >> "$OUT/suite.log"  # each line with its time: where a problem's minutes go
     cp "$WORK/suite/suite/suite.json" "$WORK/suite/suite/suite-report.md" "$OUT/" 2>/dev/null
-    # the suite's folder, to resume from on a fresh machine: unpack it into WORK here and carry WORK
-    tar czf "$OUT/kt-fair-suite.tgz" -C "$WORK" suite ;;
+    # the suite's folder without its caches, to resume from on a fresh machine: commit it as the next RESUME
+    tar czf "$OUT/kt-fair-suite.tgz" --exclude=.work -C "$WORK" suite $(cd "$WORK" && ls problems.txt 2>/dev/null) ;;
   residual)
     # FIXTURE and CANDIDATE pick the pair; KERNEL_TUI_FLUSH=read|write how the L2 is emptied (timing.py)
     fx=${FIXTURE:-vector_add}; name=$fx-${KERNEL_TUI_FLUSH:-write}
