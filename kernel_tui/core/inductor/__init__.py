@@ -8,8 +8,7 @@ Refusal (a ValueError) says why in one line.
 
 from __future__ import annotations
 
-from kernel_tui.core.inductor.generated import Generated, Kernel, parse_generated
-from kernel_tui.core.inductor.kernels import Refusal
+from kernel_tui.core.inductor.generated import Generated, Kernel, Refusal, parse_generated
 from kernel_tui.core.inductor.launch import DEFAULT_CONFIGS, LaunchConfig, derive_placeholders
 from kernel_tui.core.inductor.rewrite import rewrite, rewrite_for_task
 

@@ -13,6 +13,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+
+class Refusal(ValueError):
+    """The rewrite cannot give a Triton start: one line saying what stays eager and why."""
+
+
 HEURISTIC_KINDS = ("pointwise", "reduction", "persistent_reduction", "template", "foreach", "split_scan",
                    "cooperative_reduction", "user_autotune")
 ALLOCATORS = ("empty_strided_cuda", "empty_strided_cpu", "empty_strided_xpu", "empty_strided", "empty_strided_mtia")
@@ -160,6 +165,12 @@ def _literal(node: ast.AST | None, default):
         return ast.literal_eval(node) if node is not None else default
     except ValueError:
         return default
+
+
+def kernel_function(kernel: Kernel) -> ast.FunctionDef:
+    """The kernel's def, parsed anew: each caller may rewrite its own copy."""
+    tree = ast.parse(kernel.source)
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel.name)
 
 
 def parse_kernel(name: str, source: str) -> Kernel:

@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import ast
 
-from kernel_tui.core.inductor.generated import Kernel, dotted
+from kernel_tui.core.inductor.generated import Kernel, Refusal, dotted, kernel_function
 from kernel_tui.core.inductor.helpers import FUNCTIONS as OWN_HELPERS
+from kernel_tui.core.inductor.template import body_sizes, template_function
 from kernel_tui.core.policy.allowlist import LIBDEVICE_NAMES, TRITON_LANGUAGE_NAMES
-
-
-class Refusal(ValueError):
-    """The rewrite cannot give a Triton start: one line saying what stays eager and why."""
-
 
 REDUCTIONS = {"max2": "tl.max", "min2": "tl.min"}
 NAN_PROPAGATING = ("maximum", "minimum")
@@ -108,17 +104,9 @@ def static_numels(fn: ast.FunctionDef) -> dict[str, int]:
     return found
 
 
-def kernel_function(kernel: Kernel) -> ast.FunctionDef:
-    tree = ast.parse(kernel.source)
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel.name)
-    return fn
-
-
 def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, set[str]]:
     """The kernel as plain `@triton.jit` source, and what the module must hold for it (`_Helpers.needs`)."""
     if kernel.heuristic == "template":
-        from kernel_tui.core.inductor.template import body_sizes, template_function  # they build on this module
-
         sizes = body_sizes(kernel_function(kernel))
         static = bool(sizes) and all(v.isdigit() for v in sizes.values())
         fn = template_function(kernel)

@@ -36,14 +36,16 @@ from kernel_tui.core.inductor.generated import (
     Generated,
     Kernel,
     Launch,
+    Refusal,
     Reinterpret,
     Return,
     Unpack,
     View,
+    kernel_function,
     parse_generated,
 )
 from kernel_tui.core.inductor.helpers import SOURCES as HELPER_SOURCES
-from kernel_tui.core.inductor.kernels import Refusal, kernel_function, rewrite_kernel
+from kernel_tui.core.inductor.kernels import rewrite_kernel
 from kernel_tui.core.inductor.launch import (
     MAX_GRID_YZ,
     block_value,
@@ -51,9 +53,8 @@ from kernel_tui.core.inductor.launch import (
     config_for,
     derive_placeholders,
     grid_axes,
-    is_contiguous,
-    same_numel,
 )
+from kernel_tui.core.inductor.symbolic import is_contiguous, same_numel
 from kernel_tui.core.inductor.template import body_constants, template_grid
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel_tui.core.inductor.generated import parse_generated
-from kernel_tui.core.inductor.kernels import Refusal
+from kernel_tui.core.inductor.generated import Refusal, parse_generated
 from kernel_tui.core.inductor.rewrite import rewrite
 
 KEPT_NAME = "baseline.before-inductor.py"

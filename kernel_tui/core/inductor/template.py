@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from kernel_tui.core.inductor.generated import Kernel
-from kernel_tui.core.inductor.kernels import Refusal, kernel_function
+from kernel_tui.core.inductor.generated import Kernel, Refusal, kernel_function
+from kernel_tui.core.inductor.symbolic import evaluate
 
 MOVABLE = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
 
@@ -65,8 +65,6 @@ def _rename(expr: str, env: dict[str, str]) -> str:
 
 def _agrees(a: str, b: str) -> bool:
     """Two integer size expressions equal at two draws of their symbols (small and large values)."""
-    from kernel_tui.core.inductor.launch import evaluate
-
     for seed in (1, 2):
         env: dict[str, int] = {}
         try:
