@@ -9,6 +9,9 @@ calls one of its functions:
   dimension compute it: `maximum_with_index` (two (value, index) pairs, the larger), `max_with_index` (a
   reduction of such pairs along an axis). As torch's: a NaN counts as the largest (smallest), and of equal values
   the first index wins.
+- "select": `select_one` (the one element of each row where a mask holds, as a scan's last value carried into
+  the next block), as a masked sum cast back to the value's type: exact where one element is selected, but for
+  the sign of a selected -0.0.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ FUNCTIONS = {
     "max_with_index": ("largest_with_index", "max_index"),
     "minimum_with_index": ("smaller_with_index", "min_index"),
     "min_with_index": ("smallest_with_index", "min_index"),
+    "select_one": ("select_one", "select"),
 }
 
 _WELFORD = '''@triton.jit
@@ -65,7 +69,14 @@ def {along}(value, index, axis: tl.constexpr):
     return tl.reduce((value, index), axis, {pair})
 '''
 
+_SELECT = '''@triton.jit
+def select_one(x, mask, dim: tl.constexpr, keep_dims: tl.constexpr = False):
+    """The element of `x` where `mask` holds along `dim` (one per row): the others add zero."""
+    return tl.sum(tl.where(mask, x, 0), dim, keep_dims=keep_dims).to(x.dtype)
+'''
+
 SOURCES = {
+    "select": _SELECT,
     "welford": _WELFORD,
     "max_index": _INDEXED.format(pair="larger_with_index", along="largest_with_index", word="larger", op=">"),
     "min_index": _INDEXED.format(pair="smaller_with_index", along="smallest_with_index", word="smaller", op="<"),

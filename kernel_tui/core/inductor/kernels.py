@@ -104,8 +104,22 @@ def static_numels(fn: ast.FunctionDef) -> dict[str, int]:
     return found
 
 
-def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, set[str]]:
-    """The kernel as plain `@triton.jit` source, and what the module must hold for it (`_Helpers.needs`)."""
+def _is_jit(fn: ast.FunctionDef) -> bool:
+    return any(dotted(d) in ("triton.jit", "jit") for d in fn.decorator_list)
+
+
+def module_functions(kernel: Kernel) -> list[ast.FunctionDef]:
+    """The plain jit functions the kernel's module defines beside it: a scan's or reduction's combine function
+    (`_triton_helper_fn_add0`), passed by name to `tl.associative_scan` or `tl.reduce`."""
+    tree = ast.parse(kernel.source)
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != kernel.name and _is_jit(n)
+            and not any(dotted(d).startswith("triton_heuristics") for d in n.decorator_list)]
+
+
+def rewrite_kernel(kernel: Kernel, *, single_shape: bool, taken: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    """The kernel as plain `@triton.jit` source, preceded by the jit functions of its module it uses, and what
+    the module must hold for it (`_Helpers.needs`). `taken` (name -> source of the functions the start holds
+    already, updated here) keeps one copy of a function two kernels share and renames one that differs."""
     if kernel.heuristic == "template":
         sizes = body_sizes(kernel_function(kernel))
         static = bool(sizes) and all(v.isdigit() for v in sizes.values())
@@ -119,7 +133,28 @@ def rewrite_kernel(kernel: Kernel, *, single_shape: bool) -> tuple[str, set[str]
     fn.decorator_list = [_attr("triton.jit")]
     helpers = _Helpers(kernel.name)
     fn = helpers.visit(fn)
+    taken = {} if taken is None else taken
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    carried, renamed = [], {}
+    for own in module_functions(kernel):
+        if own.name not in used:
+            continue
+        own.decorator_list = [_attr("triton.jit")]
+        text = ast.unparse(ast.fix_missing_locations(helpers.visit(own)))
+        name, n = own.name, 2
+        while name in taken and taken[name] != text.replace(f"def {own.name}(", f"def {name}(", 1):
+            name, n = f"{own.name}_{n}", n + 1
+        text = text.replace(f"def {own.name}(", f"def {name}(", 1)
+        if name != own.name:
+            renamed[own.name] = name
+        if name not in taken:
+            taken[name] = text
+            carried.append(text)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in renamed:
+            node.id = renamed[node.id]
     # a size Inductor fixed (a model's normalized_shape, a loss's numel) holds at other shapes or it does not:
     # the check at every shape of the task decides, and the caller says which kernels it hangs on
     flagged = {"static"} if static and not single_shape else set()
-    return ast.unparse(ast.fix_missing_locations(fn)), helpers.needs | flagged
+    source = ast.unparse(ast.fix_missing_locations(fn))
+    return "\n\n\n".join([*carried, source]), helpers.needs | flagged

@@ -54,9 +54,23 @@ DEFAULT_CONFIGS = {
 }
 
 
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
 def default_config(kernel: Kernel) -> LaunchConfig:
     two_d = kernel.heuristic == "pointwise" and "YBLOCK" in kernel.constexprs
-    return DEFAULT_CONFIGS["pointwise_2d" if two_d else kernel.heuristic]
+    config = DEFAULT_CONFIGS["pointwise_2d" if two_d else kernel.heuristic]
+    rows = kernel.size_hints.get("r0_", 0)
+    if kernel.heuristic == "reduction" and 0 < rows < config.kwargs["R0_BLOCK"]:
+        # rows shorter than a chunk at the captured shape (a cumprod over 4 values, say): a chunk as long as a
+        # row, and as many rows a program as fill 1024 elements (at most 64, as Inductor's own outer configs);
+        # one row a program of 1024 lanes would leave most of them masked, and the interpreter crawls through it
+        width = max(4, _pow2_at_least(rows))
+        xblock = max(1, min(1024 // width, 64, _pow2_at_least(kernel.size_hints.get("x", 1))))
+        config = LaunchConfig({**config.kwargs, "XBLOCK": xblock, "R0_BLOCK": width}, config.num_warps,
+                              config.num_stages)
+    return config
 
 
 def config_for(kernel: Kernel, configs: dict | None) -> LaunchConfig:

@@ -260,8 +260,9 @@ def rewrite(
     _refuse_unsupported(generated)
     kernels = []
     needs: set[str] = set()
+    taken: dict[str, str] = {}  # the kernels' own jit functions (combine functions), one copy of each
     for kernel in generated.kernels.values():
-        source, needed = rewrite_kernel(kernel, single_shape=single_shape)
+        source, needed = rewrite_kernel(kernel, single_shape=single_shape, taken=taken)
         kernels.append(source)
         needs |= needed
         if "static" in needed and notes is not None:

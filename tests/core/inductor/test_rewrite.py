@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,8 @@ def test_a_libdevice_function_tl_lacks_stays_libdevice():
 
 def test_the_knobs_are_found_by_the_search():
     knobs = analyze(baseline("rms_norm")).knobs
-    assert knobs["const:XBLOCK_0"].value == 1 and knobs["const:R0_BLOCK_0"].value == 1024
+    # rows of 256 at the captured shape (size_hints): one chunk a row, four rows a program
+    assert knobs["const:XBLOCK_0"].value == 4 and knobs["const:R0_BLOCK_0"].value == 256
     assert knobs["launch:triton_red_fused_add_mean_mul_pow_rsqrt_0:0:num_warps"].value == 8
     assert "launch:triton_red_fused_add_mean_mul_pow_rsqrt_0:0:num_stages" in knobs  # a loop: it pipelines
     knobs = analyze(baseline("gelu")).knobs
@@ -235,3 +237,39 @@ def test_the_index_helpers_pick_the_first_of_equal_values_and_a_nan_as_torch_doe
     assert done.returncode == 0, done.stderr[-2000:]
     pairs = [line.split() for line in done.stdout.split("\n") if line.strip()]
     assert len(pairs) == 3 and all(ours == theirs for ours, theirs in pairs), pairs
+
+
+def test_without_a_recorded_config_a_short_rows_reduction_takes_rows_not_lanes():
+    from kernel_tui.core.inductor.launch import default_config
+
+    kernels = parse_generated(generated_source("rms_norm")).kernels.values()
+    kernel = next(k for k in kernels if k.heuristic == "reduction")
+    for hints, xblock, width in [({"x": 32768, "r0_": 4}, 64, 4), ({"x": 2, "r0_": 40}, 2, 64),
+                                 ({"x": 64, "r0_": 4096}, 1, 1024), ({"x": 64, "r0_": 1024}, 1, 1024)]:
+        config = default_config(replace(kernel, size_hints=hints))
+        assert (config.kwargs["XBLOCK"], config.kwargs["R0_BLOCK"]) == (xblock, width), hints
+
+
+def test_a_scan_carries_its_combine_function_and_its_running_total_across_blocks(tmp_path: Path):
+    """Cumsum (tests/data/inductor/cumsum_dim1, KernelBench L1-89): the scan's combine function, defined beside
+    the kernel in its module, comes along, and select_one (the block's last value, carried into the next block)
+    is the start's own; 16-wide blocks make the interpreter shapes' rows of 40 and 33 span three blocks."""
+    source = small_reduction_start("cumsum_dim1")
+    assert "triton_helpers" not in source and "def _triton_helper_fn_add0(" in source
+    assert "tl.associative_scan((tmp2,), 1, _triton_helper_fn_add0)" in source and "def select_one(" in source
+    check_on_interpreter("cumsum_dim1", source, tmp_path)
+
+
+def test_a_combine_function_two_kernels_name_alike_is_kept_once_or_renamed():
+    from kernel_tui.core.inductor.kernels import rewrite_kernel
+
+    capture = json.loads((task_dir("cumsum_dim1") / "capture.json").read_text())
+    kernel = next(iter(parse_generated(capture["code"]).kernels.values()))
+    taken: dict[str, str] = {}
+    first, _ = rewrite_kernel(kernel, single_shape=False, taken=taken)
+    again, _ = rewrite_kernel(kernel, single_shape=False, taken=taken)
+    assert first.count("def _triton_helper_fn_add0(") == 1 and "def _triton_helper_fn_add0(" not in again
+    clash = {"_triton_helper_fn_add0": "@triton.jit\ndef _triton_helper_fn_add0(a, b):\n    return a * b"}
+    renamed, _ = rewrite_kernel(kernel, single_shape=False, taken=clash)
+    assert "def _triton_helper_fn_add0_2(" in renamed and ", 1, _triton_helper_fn_add0_2)" in renamed
+    assert set(clash) == {"_triton_helper_fn_add0", "_triton_helper_fn_add0_2"}
