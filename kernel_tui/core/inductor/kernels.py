@@ -19,6 +19,7 @@ shapes such a kernel is kept, flagged "static", and the check at every shape dec
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
 from kernel_tui.core.inductor.generated import Kernel, Refusal, dotted, kernel_function
 from kernel_tui.core.inductor.helpers import FUNCTIONS as OWN_HELPERS
@@ -116,10 +117,35 @@ def module_functions(kernel: Kernel) -> list[ast.FunctionDef]:
             and not any(dotted(d).startswith("triton_heuristics") for d in n.decorator_list)]
 
 
-def rewrite_kernel(kernel: Kernel, *, single_shape: bool, taken: dict[str, str] | None = None) -> tuple[str, set[str]]:
+def offset_name(kernel: Kernel, pointer: str) -> str:
+    """The parameter that says how far into its buffer a view passed as `pointer` starts: `<pointer>_offset`,
+    underscores added until the kernel's body uses no such name (its loops have `r0_offset`)."""
+    used = {n.id for n in ast.walk(kernel_function(kernel)) if isinstance(n, ast.Name)}
+    name = f"{pointer}_offset"
+    while name in used:
+        name += "_"
+    return name
+
+
+class _Shift(ast.NodeTransformer):
+    """Each read of a pointer in `pointers` becomes `pointer + pointer_offset`: the launch passes a view's
+    buffer and how far into it the view starts."""
+
+    def __init__(self, pointers: dict[str, str]) -> None:
+        self.pointers = pointers  # pointer -> its offset's parameter
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.pointers and isinstance(node.ctx, ast.Load):
+            return ast.BinOp(node, ast.Add(), ast.Name(self.pointers[node.id], ast.Load()))
+        return node
+
+
+def rewrite_kernel(kernel: Kernel, *, single_shape: bool, taken: dict[str, str] | None = None,
+                   offsets: Collection[str] = ()) -> tuple[str, set[str]]:
     """The kernel as plain `@triton.jit` source, preceded by the jit functions of its module it uses, and what
     the module must hold for it (`_Helpers.needs`). `taken` (name -> source of the functions the start holds
-    already, updated here) keeps one copy of a function two kernels share and renames one that differs."""
+    already, updated here) keeps one copy of a function two kernels share and renames one that differs;
+    `offsets` names the pointers a launch passes as a buffer and an offset (`_Shift`)."""
     if kernel.heuristic == "template":
         sizes = body_sizes(kernel_function(kernel))
         static = bool(sizes) and all(v.isdigit() for v in sizes.values())
@@ -133,6 +159,10 @@ def rewrite_kernel(kernel: Kernel, *, single_shape: bool, taken: dict[str, str] 
     fn.decorator_list = [_attr("triton.jit")]
     helpers = _Helpers(kernel.name)
     fn = helpers.visit(fn)
+    if offsets:
+        names = {p: offset_name(kernel, p) for p in sorted(offsets)}
+        fn = _Shift(names).visit(fn)
+        fn.args.args += [ast.arg(name) for name in names.values()]
     taken = {} if taken is None else taken
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     carried, renamed = [], {}

@@ -12,7 +12,10 @@ keywords of the launch: the forms in which the search's knob analysis (transform
 launch.DEFAULT_CONFIGS.
 
 A `reinterpret_tensor` view at offset 0 is its buffer (a kernel takes the data pointer; the view's strides are in
-its index arithmetic); a returned one is the output where it only reshapes a row-major allocation. GEMM templates
+its index arithmetic); a returned one is the output where it only reshapes a row-major allocation. A view further
+into its buffer (a `narrow` the graph writes through, as an exclusive cumsum's shifted rows) is passed to a kernel
+as its buffer and the offset, a parameter (`<pointer>_offset`) the kernel adds to that pointer: the policy allows no
+`as_strided` on the host. GEMM templates
 are template.py's.
 
 Refused, with a one-line Refusal naming what stays eager: extern and aten calls (library GEMMs and the like),
@@ -45,7 +48,7 @@ from kernel_tui.core.inductor.generated import (
     parse_generated,
 )
 from kernel_tui.core.inductor.helpers import SOURCES as HELPER_SOURCES
-from kernel_tui.core.inductor.kernels import rewrite_kernel
+from kernel_tui.core.inductor.kernels import offset_name, rewrite_kernel
 from kernel_tui.core.inductor.launch import (
     MAX_GRID_YZ,
     block_value,
@@ -89,6 +92,8 @@ class _Host:
     lines: list[str] = field(default_factory=list)
     constants: list[str] = field(default_factory=list)
     launched: int = 0
+    offsets: dict[str, tuple[str, str]] = field(default_factory=dict)  # a view further in -> (its buffer, offset)
+    pointer_offsets: dict[str, set[str]] = field(default_factory=dict)  # kernel -> pointers passed with an offset
 
     def expr(self, text: str, *, calls: bool = False) -> str:
         tree = ast.parse(text, mode="eval")
@@ -97,7 +102,34 @@ class _Host:
                              for n in ast.walk(tree)):
             raise Refusal(f"launch argument {text} is a call (a view or conversion) the rewrite does not make: "
                           "keep the eager start")
+        shifted = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(self.offsets))
+        if shifted:
+            raise Refusal(f"{shifted[0]}, a view into the middle of a buffer, is used other than as a kernel's "
+                          "argument, which needs as_strided, which the policy allows not: keep the eager start")
         return ast.unparse(_Rename(self.env).visit(tree))
+
+    def view(self, op: Reinterpret, view: View) -> None:
+        base, offset = self.env.get(view.source, view.source), view.offset
+        if view.source in self.offsets:  # a view of a view: the offsets add up
+            base, first = self.offsets[view.source]
+            offset = f"({first}) + ({offset})"
+        if offset == "0":
+            self.env[op.name] = base
+        else:
+            self.offsets[op.name] = (base, offset)
+
+    def arguments(self, kernel: Kernel, args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """A launch's positional arguments, and keywords for the pointers passed as a buffer and an offset."""
+        positional, keywords = [], []
+        for param, arg in zip(kernel.runtime_params, args):
+            if arg in self.offsets:
+                base, offset = self.offsets[arg]
+                positional.append(base)
+                keywords.append(f"{offset_name(kernel, param)}={self.expr(offset)}")
+                self.pointer_offsets.setdefault(kernel.name, set()).add(param)
+            else:
+                positional.append(self.expr(arg))
+        return positional, keywords
 
     def launch(self, op: Launch, configs: dict | None) -> None:
         kernel = self.generated.kernels[op.kernel]
@@ -107,13 +139,12 @@ class _Host:
         params = kernel.runtime_params
         if len(op.args) != len(params):
             raise Refusal(f"kernel {kernel.name} launched with {len(op.args)} arguments for {len(params)} parameters")
-        args = [self.expr(a) for a in op.args]
+        args, keywords = self.arguments(kernel, op.args)
         by_param = dict(zip(params, args))
         config = config_for(kernel, configs)
         i = self.launched
         self.launched += 1
         fixed = body_blocks(kernel)
-        keywords = []
         for name in kernel.constexprs:
             self.constants.append(f"{name}_{i} = {block_value(kernel, name, config)}")
             keywords.append(f"{name}={name}_{i}")
@@ -141,10 +172,9 @@ class _Host:
             raise Refusal(f"template {kernel.name} launched with {len(op.args)} arguments for {n} parameters "
                           f"and a grid of {kernel.grid_args}: keep the eager start")
         m, n_size, axis1, axis2 = template_grid(kernel, op.args[:n], op.args[n:])
-        args = [self.expr(a) for a in op.args[:n]]
+        args, keywords = self.arguments(kernel, op.args[:n])
         i = self.launched
         self.launched += 1
-        keywords = []
         for name, value in body_constants(kernel_function(kernel)).items():
             self.constants.append(f"{name}_{i} = {value}")
             keywords.append(f"{name}={name}_{i}")
@@ -217,11 +247,9 @@ def _refuse_unsupported(generated: Generated) -> None:
     for op in generated.ops:
         if isinstance(op, ExternCall):
             raise Refusal(f"extern call {op.target} stays a library call: keep the eager start")
-        if isinstance(op, Reinterpret) and (op.view is None or op.view.offset != "0"):
-            # a kernel takes a view's data pointer (its strides are in the kernel's index arithmetic): a view at
-            # offset 0 is its buffer; one elsewhere in the storage would need as_strided, which the policy refuses
-            raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view into the middle of a buffer, which "
-                          "needs as_strided, which the policy allows not: keep the eager start")
+        if isinstance(op, Reinterpret) and op.view is None:
+            raise Refusal(f"{op.name} = {op.expr.split('(')[0]}(...) is a view the rewrite cannot read: "
+                          "keep the eager start")
 
 
 def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> None:
@@ -230,8 +258,10 @@ def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> No
             host.lines.append(f"{op.name} = {host.expr(op.expr)}")
         elif isinstance(op, Alias):
             host.env[op.name] = host.env.get(op.source, op.source)
-        elif isinstance(op, Reinterpret) and op.view is not None:  # at offset 0: the same data pointer
-            host.env[op.name] = host.env.get(op.view.source, op.view.source)
+        elif isinstance(op, Reinterpret) and op.view is not None:
+            # a kernel takes a view's data pointer (its strides are in the kernel's index arithmetic): at offset 0
+            # the view is its buffer, further in the buffer with an offset the kernel adds
+            host.view(op, op.view)
         elif isinstance(op, Alloc):
             if op.name in outputs:
                 host.env[op.name] = outputs[op.name]
@@ -243,6 +273,16 @@ def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> No
             host.launch(op, configs)
         elif not isinstance(op, Unpack | AssertSizeStride | Delete | Return):
             raise Refusal(f"{type(op).__name__} in the generated call() is not one the rewrite knows")
+
+
+def _refuse_mixed_offsets(host: _Host) -> None:
+    """A kernel that takes a pointer with an offset takes it so at every launch (the keyword has no default)."""
+    for kernel, params in host.pointer_offsets.items():
+        for line in host.lines:
+            shifted = [offset_name(host.generated.kernels[kernel], p) for p in params]
+            if line.startswith(f"{kernel}[") and any(f"{name}=" not in line for name in shifted):
+                raise Refusal(f"kernel {kernel} is launched both on a view into the middle of a buffer and on a "
+                              "plain buffer: keep the eager start")
 
 
 def rewrite(
@@ -258,21 +298,25 @@ def rewrite(
     """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager.
     `notes` gets a line for what the check must settle (kernels with a size fixed at the captured shape)."""
     _refuse_unsupported(generated)
-    kernels = []
-    needs: set[str] = set()
-    taken: dict[str, str] = {}  # the kernels' own jit functions (combine functions), one copy of each
-    for kernel in generated.kernels.values():
-        source, needed = rewrite_kernel(kernel, single_shape=single_shape, taken=taken)
-        kernels.append(source)
-        needs |= needed
-        if "static" in needed and notes is not None:
-            notes.append(f"kernel {kernel.name} has sizes fixed at the captured shape: only the check at every "
-                         "shape of the task says whether they hold")
+    for kernel in generated.kernels.values():  # a kernel's own refusal first: it says the most
+        rewrite_kernel(kernel, single_shape=single_shape)
     env = _placeholder_env(generated, placeholders)
     host = _Host(generated, env, _device(generated, env))
     _host_body(host, _output_buffers(generated, outputs), configs)
     if not host.launched:
         raise Refusal("the generated call() launches no Triton kernel: keep the eager start")
+    _refuse_mixed_offsets(host)
+    kernels = []
+    needs: set[str] = set()
+    taken: dict[str, str] = {}  # the kernels' own jit functions (combine functions), one copy of each
+    for kernel in generated.kernels.values():
+        source, needed = rewrite_kernel(kernel, single_shape=single_shape, taken=taken,
+                                        offsets=host.pointer_offsets.get(kernel.name, set()))
+        kernels.append(source)
+        needs |= needed
+        if "static" in needed and notes is not None:
+            notes.append(f"kernel {kernel.name} has sizes fixed at the captured shape: only the check at every "
+                         "shape of the task says whether they hold")
     header = HEADER + ("from triton.language.extra import libdevice\n" if "libdevice" in needs else "")
     body = "\n".join(f"    {line}" for line in host.lines)
     helpers = [source for group, source in HELPER_SOURCES.items() if group in needs]

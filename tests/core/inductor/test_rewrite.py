@@ -273,3 +273,26 @@ def test_a_combine_function_two_kernels_name_alike_is_kept_once_or_renamed():
     renamed, _ = rewrite_kernel(kernel, single_shape=False, taken=clash)
     assert "def _triton_helper_fn_add0_2(" in renamed and ", 1, _triton_helper_fn_add0_2)" in renamed
     assert set(clash) == {"_triton_helper_fn_add0", "_triton_helper_fn_add0_2"}
+
+
+def test_a_kernel_writing_through_a_view_further_into_its_buffer_takes_the_buffer_and_the_offset(tmp_path: Path):
+    """Exclusive cumsum (tests/data/inductor/cumsum_exclusive, KernelBench L1-92): Inductor scans into a view of
+    the output one element in and zeroes the first column through another; the first kernel takes the output
+    and `out_ptr0_offset=1`, which it adds to its pointer."""
+    source = small_reduction_start("cumsum_exclusive")
+    assert "as_strided" not in source and "out_ptr0_offset=1" in source
+    assert "tl.store(out_ptr0 + out_ptr0_offset + (r0_1 + ks0 * x0)" in source
+    check_on_interpreter("cumsum_exclusive", source, tmp_path)
+
+
+def test_a_view_further_in_is_refused_where_it_is_more_than_a_kernels_argument():
+    capture = json.loads((task_dir("cumsum_exclusive") / "capture.json").read_text())
+    spec = spec_of("cumsum_exclusive")
+    kernel = "triton_red_fused_cumsum_slice_0"
+    launch = next(line for line in capture["code"].split("\n") if f"{kernel}.run(" in line)
+    cases = {"launched both ways": capture["code"].replace(launch, f"{launch}\n{launch.replace('buf0', 'buf2')}"),
+             "used other than as a kernel": capture["code"].replace(launch, f"{launch}\n        n = buf0.size()")}
+    for code in cases.values():
+        with pytest.raises(Refusal, match="the middle of a buffer"):
+            rewrite(parse_generated(code), launch_arguments=list(spec.launch_arguments),
+                    placeholders=capture["placeholders"], outputs=["out"])
