@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,13 @@ def capture(task_dir: Path, device: str, timeout: float = 600.0, keep: Path | No
     return captured
 
 
+def interpreter_gap(source: str) -> str | None:
+    """The first libdevice function the start calls, where it calls one: the CPU interpreter runs `tl` math but
+    no libdevice, and the check would fail with a TypeError that says nothing of why."""
+    found = re.search(r"\blibdevice\.(\w+)\(", source)
+    return f"libdevice.{found.group(1)}" if found else None
+
+
 def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Path | None = None) -> Start:
     """The rewritten start, not yet checked or installed (`keep`: see capture)."""
     from kernel_tui.core.task import load_spec
@@ -74,6 +82,11 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
         single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
         notes=static,
     )
+    if device == "cpu":
+        gap = interpreter_gap(source)
+        if gap:
+            raise Refusal(f"the start calls {gap}, which Triton's CPU interpreter does not run (on a GPU it would "
+                          "be checked): keep the eager start")
     label = f"torch.compile's kernels (Inductor, torch {captured['torch']})"
     notes = [f"captured on {captured['device_name']} at shape {captured['shape']!r}", *static]
     if captured.get("modules", 1) > 1:
