@@ -1,4 +1,5 @@
-"""What a suite leaves on disk: one TaskResult per task (results/<task>.json), and suite.json.
+"""What a suite leaves on disk: one TaskResult per task (results/<task>.json), and suite.json; while a task
+is being scored, the sides measured so far (its workspace's scoring.json).
 
 All frozen pydantic models: they cross from the runner to the report and to the disk, and a resumed
 suite reads them back.
@@ -51,6 +52,18 @@ class SideScore(_Frozen):
     run_ratios: list[float] = Field(default_factory=list)  # per run: PyTorch run median / kernel run median
     timing_label: str = ""
     comparison: Comparison | None = None  # compare()'s own record, every run
+
+
+SCORING_FILE = "scoring.json"  # in the task's workspace, beside session.json
+
+
+class ScoringProgress(_Frozen):
+    """The sides of one scoring measured so far, so that a suite cut off between them resumes at the next:
+    `key` (runner.scoring_key) names the kernel, the PyTorch sources, the device and the runs they were
+    measured with."""
+
+    key: str
+    sides: dict[Side, SideScore] = Field(default_factory=dict)
 
 
 class TaskResult(_Frozen):

@@ -4,7 +4,8 @@ Each task gets a workspace OUT/workspaces/<task> driven by `Session.run` exactly
 --headless` drives it (the same opening, proposer and loop; only the cancel event and the printer are the
 suite's). Everything is on disk as it happens, so a killed suite resumes: a task whose result is final for
 the same device, runs and budget is not touched again; a workspace that stopped part way resumes where it
-stopped; a finished workspace without a result is only scored.
+stopped; a finished workspace without a result is only scored, and a scoring cut off after its eager side
+measures only torch.compile's.
 
 Tasks run one after another by default. With `gpus` they run in parallel, one per device of a GpuPool, each
 in a process of its own with its evaluators pinned to its device; with `scheduler` each runs on a Dask
@@ -15,6 +16,7 @@ report are built once every task has ended, in task order, as a sequential run b
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -32,13 +34,23 @@ from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.events import Event, LogEvent
 from kernel_tui.core.gpus import GpuError, GpuPool, cuda_health, describe, parse_count
-from kernel_tui.core.suite.models import SIDE_LABELS, SIDES, Side, SideScore, SuiteResult, TaskResult
+from kernel_tui.core.suite.models import (
+    SCORING_FILE,
+    SIDE_LABELS,
+    SIDES,
+    ScoringProgress,
+    Side,
+    SideScore,
+    SuiteResult,
+    TaskResult,
+)
 from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
 from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
     from kernel_tui.core.config import AgentSettings
     from kernel_tui.core.records import TrajectoryLine
+    from kernel_tui.core.task import Task
     from kernel_tui.core.workspace import Workspace
 
 OnEvent = Callable[[str, Event], None]  # (task, event); the suite's own lines come as LogEvents
@@ -367,15 +379,23 @@ class SuiteRunner:
         evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel, gpu=self.gpu,
                               returning=[pytorch_source(ws.task, side) for side in SIDES],
                               inductor=[pytorch_source(ws.task, "compile")])
+        scoring = ScoringProgress(key=scoring_key(ws.task, best, o), sides=self._scored_sides(ws, best))
         scores: dict[Side, SideScore] = {}
         try:
             for side in SIDES:
-                self._say(key, f"scoring: the best against {SIDE_LABELS[side]}, {o.runs} fresh processes")
-                comparison = compare(evaluator, pytorch_source(ws.task, side), best, runs=o.runs)
-                if self.cancel.is_set():
-                    return None
-                scores[side] = side_score(side, comparison)
-                self._say(key, f"  {SIDE_LABELS[side]}: {describe_score(scores[side])}")
+                if (earlier := scoring.sides.get(side)) is not None:
+                    scores[side] = earlier
+                    self._say(key, f"  {SIDE_LABELS[side]}: scored earlier, not run again: {describe_score(earlier)}")
+                else:
+                    self._say(key, f"scoring: the best against {SIDE_LABELS[side]}, {o.runs} fresh processes")
+                    comparison = compare(evaluator, pytorch_source(ws.task, side), best, runs=o.runs)
+                    if self.cancel.is_set():
+                        return None
+                    scores[side] = side_score(side, comparison)
+                    self._say(key, f"  {SIDE_LABELS[side]}: {describe_score(scores[side])}")
+                    if comparison.status is not Status.evaluator_fault:  # a side measured stands if the task is cut off
+                        scoring = scoring.model_copy(update={"sides": {**scoring.sides, side: scores[side]}})
+                        ws.write_json(SCORING_FILE, scoring)
                 if side == "eager" and not scores[side].available:
                     break
         finally:
@@ -390,6 +410,24 @@ class SuiteRunner:
                               complete=final, eager=eager, environment=env, **base)
         return TaskResult(status="solved", reason=eager.reason, complete=final, eager=eager,
                           compile=scores.get("compile"), environment=env, **base)
+
+
+    def _scored_sides(self, ws: Workspace, best: str) -> dict[Side, SideScore]:
+        """The sides this very scoring measured before the suite was cut off: its kernel, its PyTorch sides
+        and its options the same (anything else, or a torn file, is scored afresh)."""
+        try:
+            saved = ScoringProgress.model_validate(ws.read_json(SCORING_FILE) or {})
+        except (KernelTuiError, ValidationError):
+            return {}
+        return dict(saved.sides) if saved.key == scoring_key(ws.task, best, self.options) else {}
+
+
+def scoring_key(task: Task, best: str, options: SuiteOptions) -> str:
+    """What a side's score depends on: the kernel scored, the PyTorch sides' sources, the device and runs."""
+    from kernel_tui.core.suite.sources import pytorch_source
+
+    parts = [best, *(pytorch_source(task, side) for side in SIDES), options.device, str(options.runs)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def no_triton_kernel(lines: list[TrajectoryLine], proposer: str) -> str:

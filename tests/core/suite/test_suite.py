@@ -663,3 +663,52 @@ def test_the_fastest_correct_candidate_is_chosen_over_every_shape_not_the_main_o
     assert fastest_correct([main_only, everywhere, wrong]) is everywhere
     assert fastest_correct([line(4, 2e-3, None), line(5, 1e-3, None)]).round == 5  # no estimate: by latency
     assert fastest_correct([wrong]) is None
+
+
+def test_a_scoring_cut_off_between_its_sides_resumes_at_the_side_not_yet_measured(tmp_path, monkeypatch):
+    """On the H200 a task whose eager side was measured before the call's limit measured it again on the next
+    call (53 s): each side measured is kept in the workspace and reused while the kernel and sources match."""
+    import kernel_tui.core.compare as compare_module
+    import kernel_tui.core.evaluator as evaluator_module
+
+    small_task(FIXTURES / "vector_add", tmp_path / "tasks" / "k", "k")
+    ws = Workspace.create(tmp_path / "tasks" / "k", path=tmp_path / "out" / "workspaces" / "k")
+
+    class Idle:  # no worker starts: compare() is the fake below
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    measured_sides: list[str] = []
+    lines: list[str] = []
+    runner = runner_for(tmp_path, "search", lines)
+
+    def fake_compare(evaluator, incumbent, candidate, runs):
+        side = "compile" if "torch.compile" in incumbent else "eager"
+        measured_sides.append(side)
+        if side == "compile" and len(measured_sides) == 2:
+            runner.cancel.set()  # the call's limit, in the middle of the compile side
+        return comparison([2.0, 2.0], [1.0, 1.0])
+
+    monkeypatch.setattr(evaluator_module, "Evaluator", Idle)
+    monkeypatch.setattr(compare_module, "compare", fake_compare)
+    assert runner._score(ws, "k") is None and measured_sides == ["eager", "compile"]
+
+    runner.cancel.clear()
+    lines.clear()
+    done = runner._score(ws, "k")
+    assert measured_sides == ["eager", "compile", "compile"]  # eager was not timed again
+    assert done is not None and done.eager.speedup == pytest.approx(2.0) and done.compile.speedup == pytest.approx(2.0)
+    assert any("PyTorch eager: scored earlier, not run again: S = 2" in line for line in lines)
+
+    # another kernel to score, or other runs, is measured afresh on both sides
+    ws.accept(ws.commit_proposal(1, ws.best_source + "\n# another kernel\n", "a change",
+                                 ProposerInfo(kind="search", name="s")))
+    runner._score(ws, "k")
+    assert measured_sides[3:] == ["eager", "compile"]
+    from dataclasses import replace
+
+    SuiteRunner(replace(runner.options, runs=3))._score(ws, "k")
+    assert measured_sides[5:] == ["eager", "compile"]
