@@ -12,6 +12,9 @@ calls one of its functions:
 - "select": `select_one` (the one element of each row where a mask holds, as a scan's last value carried into
   the next block), as a masked sum cast back to the value's type: exact where one element is selected, but for
   the sign of a selected -0.0.
+- "integer": `floor_divide` and `floor_remainder` (`div_floor_integer`, `remainder_integer`: Python's // and % on
+  integers, rounding toward negative infinity, as a pooling's output size with a negative numerator needs),
+  from Triton's integer // corrected by the remainder's sign, so right whether // truncates (compiled) or floors.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ FUNCTIONS = {
     "minimum_with_index": ("smaller_with_index", "min_index"),
     "min_with_index": ("smallest_with_index", "min_index"),
     "select_one": ("select_one", "select"),
+    "div_floor_integer": ("floor_divide", "integer"),
+    "remainder_integer": ("floor_remainder", "integer"),
 }
 
 _WELFORD = '''@triton.jit
@@ -75,7 +80,22 @@ def select_one(x, mask, dim: tl.constexpr, keep_dims: tl.constexpr = False):
     return tl.sum(tl.where(mask, x, 0), dim, keep_dims=keep_dims).to(x.dtype)
 '''
 
+_INTEGER = '''@triton.jit
+def floor_divide(a, b):
+    """a // b rounded toward negative infinity (Python's), for integers."""
+    q = a // b
+    r = a - q * b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def floor_remainder(a, b):
+    """a % b with the sign of b (Python's), for integers."""
+    return a - floor_divide(a, b) * b
+'''
+
 SOURCES = {
+    "integer": _INTEGER,
     "select": _SELECT,
     "welford": _WELFORD,
     "max_index": _INDEXED.format(pair="larger_with_index", along="largest_with_index", word="larger", op=">"),

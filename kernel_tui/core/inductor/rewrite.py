@@ -266,7 +266,8 @@ def _host_body(host: _Host, outputs: dict[str, str], configs: dict | None) -> No
             if op.name in outputs:
                 host.env[op.name] = outputs[op.name]
                 continue
-            sizes, strides = (host.expr(f"({', '.join(t)},)") for t in (op.sizes, op.strides))
+            # "(a,)" for one size, "()" for a 0-d buffer (a norm's scalar): "(,)" is no Python
+            sizes, strides = (host.expr(f"({''.join(f'{e}, ' for e in t)})") for t in (op.sizes, op.strides))
             host.lines.append(f"{op.name} = torch.empty_strided({sizes}, {strides}, dtype={op.dtype}, "
                               f"device={host.device})")
         elif isinstance(op, Launch):

@@ -15,9 +15,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kernel_tui.core.inductor.generated import Refusal, parse_generated
+from kernel_tui.core.inductor.generated import AssertSizeStride, Generated, Refusal, Unpack, parse_generated
 from kernel_tui.core.inductor.rewrite import rewrite
+
+if TYPE_CHECKING:
+    from kernel_tui.core.task.spec import TaskSpec
 
 KEPT_NAME = "baseline.before-inductor.py"
 
@@ -63,6 +67,28 @@ def interpreter_gap(source: str) -> str | None:
     return f"libdevice.{found.group(1)}" if found else None
 
 
+def fixed_input_size(generated: Generated, placeholders: list[str], spec: TaskSpec) -> str | None:
+    """Where Inductor compiled an input's size as the number it had at the captured shape (a max pooling's
+    sequence length, say) although the task's shapes move it: the kernels would index that input with the
+    captured size at every shape. One line naming it, or None."""
+    unpacked = next((op.names for op in generated.of(Unpack)), ())
+    by_arg = dict(zip(unpacked, placeholders))
+    tensors = {t.name: t for t in spec.tensors}
+    for op in generated.of(AssertSizeStride):
+        tensor = tensors.get(by_arg.get(op.name, ""))
+        if tensor is None:
+            continue
+        for axis, size in enumerate(op.sizes):
+            if not size.isdigit():
+                continue
+            seen = {spec.tensor_shape(tensor, case.dims)[axis] for case in spec.all_shapes()}
+            if len(seen) > 1:
+                moves = ", ".join(str(v) for v in sorted(seen))
+                return (f"torch.compile fixed dimension {axis} of {tensor.name} at {size}, its size at the captured "
+                        f"shape, and the task's shapes move it ({moves})")
+    return None
+
+
 def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Path | None = None) -> Start:
     """The rewritten start, not yet checked or installed (`keep`: see capture)."""
     from kernel_tui.core.task import load_spec
@@ -72,14 +98,18 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
     unknown = [p for p in captured["placeholders"] if p.startswith("?")]
     if unknown:
         raise Refusal(f"the compiled graph reads {unknown[0][1:]}, which is no launch argument: keep the eager start")
+    generated = parse_generated(captured["code"])
+    single_shape = len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1
+    if not single_shape and (fixed := fixed_input_size(generated, list(captured["placeholders"]), spec)):
+        raise Refusal(f"{fixed}: keep the eager start")
     static: list[str] = []
     source = rewrite(
-        parse_generated(captured["code"]),
+        generated,
         launch_arguments=list(spec.launch_arguments),
         placeholders=list(captured["placeholders"]),
         outputs=[t.name for t in spec.tensors if t.kind == "output"],
         configs=captured.get("configs") or None,
-        single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
+        single_shape=single_shape,
         notes=static,
     )
     if device == "cpu":

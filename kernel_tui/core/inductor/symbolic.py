@@ -1,5 +1,7 @@
 """Inductor's integer size expressions (`ks0*ks1`, `(127 + s86) // 128`) compared by value: each symbol drawn
-at random, twice (small and large values), since two expressions that agree at both draws are taken to agree."""
+at random, twice (small and large values), since two expressions that agree at both draws are taken to agree.
+A layout is judged at draws where every size is at least 1: a draw that empties a dimension (a pooling's
+`(s0 - 3) // 2` at s0 = 3) says nothing of its strides, so another is drawn."""
 
 from __future__ import annotations
 
@@ -7,16 +9,22 @@ import ast
 import math
 import random
 
+LAYOUT_DRAWS, LAYOUT_TRIES = 2, 8
 
-def _value(node: ast.AST, env: dict[str, int], high: int = 97) -> int:
-    """An integer size expression (names, literals, + - * // %) at one assignment of its symbols, each drawn
-    from 3..high."""
+
+def _value(node: ast.AST, env: dict[str, int], high: int) -> int:
+    """An integer size expression (names, literals, + - * // %, max, min) at one assignment of its symbols, each
+    drawn from 3..high; env["_draw"] (the draw's number) seeds them."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.Name):
-        return env.setdefault(node.id, random.Random(node.id + str(len(env))).randint(3, high))
+        return env.setdefault(node.id, random.Random(f"{node.id}/{env.get('_draw', 0)}").randint(3, high))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_value(node.operand, env, high)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min") \
+            and node.args and not node.keywords:  # Inductor's guard of a size that could reach 0: max(1, n)
+        values = [_value(a, env, high) for a in node.args]
+        return max(values) if node.func.id == "max" else min(values)
     if isinstance(node, ast.BinOp):
         a, b = _value(node.left, env, high), _value(node.right, env, high)
         ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
@@ -28,35 +36,43 @@ def _value(node: ast.AST, env: dict[str, int], high: int = 97) -> int:
 
 
 def evaluate(text: str, env: dict[str, int], draw: int) -> int:
-    """`text` at draw 1 (sizes up to 97) or 2 (up to 20000) of its symbols; `env` keeps the values drawn."""
-    return _value(ast.parse(text, mode="eval").body, env, 97 if draw == 1 else 20000)
+    """`text` at draw `draw` of its symbols (odd draws: sizes up to 97, even: up to 20000); `env` keeps the
+    values drawn, so every expression evaluated with it sees the same ones."""
+    env.setdefault("_draw", draw)
+    return _value(ast.parse(text, mode="eval").body, env, 97 if draw % 2 else 20000)
+
+
+def _layout_draws(sizes: tuple[str, ...], *others: tuple[str, ...]) -> list[list[list[int]]] | None:
+    """`sizes` and `others` evaluated at the first LAYOUT_DRAWS draws where every size is at least 1; None when
+    an expression cannot be evaluated or too few draws are found."""
+    found = []
+    for draw in range(1, LAYOUT_TRIES + 1):
+        env: dict[str, int] = {}
+        try:
+            values = [[evaluate(e, env, draw) for e in group] for group in (sizes, *others)]
+        except (ValueError, SyntaxError):
+            return None
+        if all(v >= 1 for v in values[0]):
+            found.append(values)
+            if len(found) == LAYOUT_DRAWS:
+                return found
+    return None
 
 
 def same_numel(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     """Two shapes hold as many elements, at two draws of their symbols."""
-    for draw in (1, 2):
-        env: dict[str, int] = {}
-        try:
-            na = math.prod(evaluate(s, env, draw) for s in a)
-            nb = math.prod(evaluate(s, env, draw) for s in b)
-        except (ValueError, SyntaxError):
-            return False
-        if na != nb:
-            return False
-    return True
+    draws = _layout_draws(a, b)
+    return draws is not None and all(math.prod(na) == math.prod(nb) for na, nb in draws)
 
 
 def is_contiguous(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:
     """Row-major strides for these sizes, at two draws of the symbols' values."""
     if len(sizes) != len(strides):
         return False
-    for seed in (1, 2):
-        env = {f"_{seed}": seed}
-        try:
-            dims = [_value(ast.parse(s, mode="eval").body, env) for s in sizes]
-            steps = [_value(ast.parse(s, mode="eval").body, env) for s in strides]
-        except (ValueError, SyntaxError):
-            return False
+    draws = _layout_draws(sizes, strides)
+    if draws is None:
+        return False
+    for dims, steps in draws:
         expect = 1
         for dim, step in reversed(list(zip(dims, steps))):
             if dim != 1 and step != expect:

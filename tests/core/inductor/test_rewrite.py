@@ -110,10 +110,10 @@ def test_an_extern_call_is_refused():
 
 
 def test_an_unknown_helper_is_refused():
-    source = generated_source("gelu").replace("libdevice.erf(tmp4)", "triton_helpers.div_floor_integer(tmp4, tmp3)")
+    source = generated_source("gelu").replace("libdevice.erf(tmp4)", "triton_helpers.bucketize_binary_search(tmp4, tmp3)")
     with pytest.raises(Refusal) as exc:
         rewrite_for_task(source, spec_of("gelu"), ["x"])
-    assert "triton_helpers.div_floor_integer" in one_line(exc) and "keep the eager start" in str(exc.value)
+    assert "triton_helpers.bucketize_binary_search" in one_line(exc) and "keep the eager start" in str(exc.value)
 
 
 def test_static_code_for_a_task_with_several_shapes_is_kept_with_a_note_for_the_check():
@@ -243,6 +243,76 @@ def test_the_index_helpers_pick_the_first_of_equal_values_and_a_nan_as_torch_doe
     assert len(pairs) == 3 and all(ours == theirs for ours, theirs in pairs), pairs
 
 
+FLOORS = """
+import torch
+import triton
+import triton.language as tl
+
+{helpers}
+
+@triton.jit
+def floors(a_ptr, b_ptr, q_ptr, r_ptr, n):
+    i = tl.arange(0, 16)
+    m = i < n
+    a = tl.load(a_ptr + i, mask=m)
+    b = tl.load(b_ptr + i, mask=m, other=1)
+    tl.store(q_ptr + i, floor_divide(a, b), mask=m)
+    tl.store(r_ptr + i, floor_remainder(a, b), mask=m)
+
+a = torch.tensor([7, -7, 7, -7, 6, -6, 0, -1, -5, 5], dtype=torch.int64)
+b = torch.tensor([2, 2, -2, -2, 3, 3, 4, 2, 2, -3], dtype=torch.int64)
+q, r = torch.empty_like(a), torch.empty_like(a)
+floors[(1,)](a, b, q, r, 10)
+print(q.tolist() == [x // y for x, y in zip(a.tolist(), b.tolist())], r.tolist() == [x % y for x, y in zip(a.tolist(), b.tolist())])
+"""
+
+
+def test_integer_floor_division_rounds_toward_negative_infinity_as_python_does(tmp_path):
+    """Max pooling's output sizes call div_floor_integer on a numerator that may be negative (L1-43)."""
+    import os
+    import subprocess
+    import sys
+
+    from kernel_tui.core.inductor.helpers import FUNCTIONS, SOURCES
+
+    assert FUNCTIONS["div_floor_integer"] == ("floor_divide", "integer")
+    script = tmp_path / "floors.py"
+    script.write_text(FLOORS.format(helpers=SOURCES["integer"]))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_an_input_size_inductor_fixed_at_the_captured_shape_is_named_where_the_tasks_shapes_move_it():
+    """L1-41 (max pooling, dilation 3): Inductor compiled the sequence length as 64, the captured shape's; the start
+    wrote out of bounds at the ragged shape (63). Refused up front, with the size named."""
+    from kernel_tui.core.inductor.start import fixed_input_size
+
+    capture = json.loads((task_dir("cumsum_dim1") / "capture.json").read_text())
+    spec = spec_of("cumsum_dim1")
+    assert fixed_input_size(parse_generated(capture["code"]), capture["placeholders"], spec) is None
+    fixed = capture["code"].replace("assert_size_stride(arg2_1, (s77, s27), (s27, 1)",
+                                    "assert_size_stride(arg2_1, (s77, 40), (40, 1)")
+    assert fixed != capture["code"]
+    line = fixed_input_size(parse_generated(fixed), capture["placeholders"], spec)
+    assert line == ("torch.compile fixed dimension 1 of x at 40, its size at the captured shape, and the task's "
+                    "shapes move it (33, 40, 4096)")
+
+
+def test_a_layout_is_judged_at_draws_that_empty_no_dimension_and_reads_inductors_max_guards():
+    from kernel_tui.core.inductor.symbolic import is_contiguous, same_numel
+
+    # L1-43's pooled output: its strides guard each size with max(1, ...), and s53 = 3 would empty a dimension
+    sizes = ("s77", "s27", "(-3 + s53) // 2", "(-3 + s0) // 2")
+    strides = ("s27 * max(1, 1 + (-5 + s53) // 2) * max(1, 1 + (-5 + s0) // 2)",
+               "max(1, 1 + (-5 + s53) // 2) * max(1, 1 + (-5 + s0) // 2)", "max(1, 1 + (-5 + s0) // 2)", "1")
+    assert is_contiguous(sizes, strides)
+    assert not is_contiguous(sizes, (strides[0], strides[1], "1", "max(1, 1 + (-5 + s53) // 2)"))  # transposed
+    assert not is_contiguous(("s0 - 97 - 20000",), ("1",))  # no draw leaves the size at least 1: no judgment
+    assert same_numel(("s0 * s1",), ("s1", "s0")) and not same_numel(("s0 * s1",), ("s1", "s1"))
+
+
 def test_without_a_recorded_config_a_short_rows_reduction_takes_rows_not_lanes():
     from kernel_tui.core.inductor.launch import default_config
 
@@ -262,6 +332,14 @@ def test_a_scan_carries_its_combine_function_and_its_running_total_across_blocks
     assert "triton_helpers" not in source and "def _triton_helper_fn_add0(" in source
     assert "tl.associative_scan((tmp2,), 1, _triton_helper_fn_add0)" in source and "def select_one(" in source
     check_on_interpreter("cumsum_dim1", source, tmp_path)
+
+
+def test_a_zero_dimensional_buffer_is_allocated_with_empty_sizes(tmp_path: Path):
+    """Frobenius norm (tests/data/inductor/frobenius_norm, KernelBench L1-37): the norm is a 0-d buffer between
+    two reductions and the division; its sizes are `()`, which the rewrite wrote as "(,)", no Python."""
+    source = small_reduction_start("frobenius_norm")
+    assert "torch.empty_strided((), (), dtype=torch.float32" in source
+    check_on_interpreter("frobenius_norm", source, tmp_path)
 
 
 def test_a_combine_function_two_kernels_name_alike_is_kept_once_or_renamed():
