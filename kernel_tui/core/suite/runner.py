@@ -379,7 +379,7 @@ class SuiteRunner:
         evaluator = Evaluator(ws.task, device=o.device, enforce_policy=False, cancel=self.cancel, gpu=self.gpu,
                               returning=[pytorch_source(ws.task, side) for side in SIDES],
                               inductor=[pytorch_source(ws.task, "compile")])
-        scoring = ScoringProgress(key=scoring_key(ws.task, best, o), sides=self._scored_sides(ws, best))
+        scoring = self._scoring_so_far(ws, scoring_key(ws.task, best, o))
         scores: dict[Side, SideScore] = {}
         try:
             for side in SIDES:
@@ -411,15 +411,15 @@ class SuiteRunner:
         return TaskResult(status="solved", reason=eager.reason, complete=final, eager=eager,
                           compile=scores.get("compile"), environment=env, **base)
 
-
-    def _scored_sides(self, ws: Workspace, best: str) -> dict[Side, SideScore]:
-        """The sides this very scoring measured before the suite was cut off: its kernel, its PyTorch sides
-        and its options the same (anything else, or a torn file, is scored afresh)."""
+    @staticmethod
+    def _scoring_so_far(ws: Workspace, key: str) -> ScoringProgress:
+        """What the scoring named by `key` measured before the suite was cut off: the sides saved under that key
+        (another kernel, other PyTorch sources or options, or a torn file: none, so all are measured afresh)."""
         try:
             saved = ScoringProgress.model_validate(ws.read_json(SCORING_FILE) or {})
         except (KernelTuiError, ValidationError):
-            return {}
-        return dict(saved.sides) if saved.key == scoring_key(ws.task, best, self.options) else {}
+            saved = None
+        return saved if saved is not None and saved.key == key else ScoringProgress(key=key)
 
 
 def scoring_key(task: Task, best: str, options: SuiteOptions) -> str:
