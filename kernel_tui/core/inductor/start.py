@@ -100,7 +100,7 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
         raise Refusal(f"the compiled graph reads {unknown[0][1:]}, which is no launch argument: keep the eager start")
     generated = parse_generated(captured["code"])
     single_shape = len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1
-    if not single_shape and (fixed := fixed_input_size(generated, list(captured["placeholders"]), spec)):
+    if fixed := fixed_input_size(generated, list(captured["placeholders"]), spec):  # None at a single shape
         raise Refusal(f"{fixed}: keep the eager start")
     static: list[str] = []
     source = rewrite(
