@@ -132,7 +132,7 @@ def cmd_compare(args) -> int:
               f"median paired improvement {r.median_paired_improvement:+.2%} ({r.method})")
     if result.speedup is not None and result.improvement_range is not None:
         lo, hi = result.improvement_range
-        print(f"S        {result.speedup:.3f}x  (median of the incumbent's run medians / the candidate's)")
+        print(f"S        {result.score:.3f}x{result.shapes_text()}  (median of the incumbent's run medians / the candidate's)")
         print(f"paired   {result.median_paired_improvement:+.2%}  (median across runs; runs ranged {lo:+.2%}…{hi:+.2%})")
     return EXIT_OK if result.status.value == "ok" else EXIT_FAILED
 

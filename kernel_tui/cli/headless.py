@@ -84,7 +84,8 @@ def run(args, settings: AgentSettings | None = None) -> int:
         print(f"report: {', '.join(str(p.relative_to(ws.root)) for p in written)}")
         s = summary
         print(f"summary: {s.accepted} accepted of {s.rounds} rounds; best {s.best_commit[:8]} ({f'round {s.best_round}' if s.best_round is not None else 'the baseline'}); "
-              f"final re-test S = {s.final_speedup:.3f}x, median paired improvement {s.final_median_paired_improvement:+.2%}"
+              f"final re-test {s.final_s()}, median paired improvement"
+              f"{' at the main shape' if s.final_shape_speedups else ''} {s.final_median_paired_improvement:+.2%}"
               if s.final_speedup is not None else f"summary: {s.accepted} accepted of {s.rounds} rounds")
         return 0
     finally:

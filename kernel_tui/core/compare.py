@@ -54,6 +54,20 @@ class Comparison(BaseModel):
     shape_weights: dict[str, float] = {}
     weighted_speedup: float | None = None
 
+    @property
+    def score(self) -> float | None:
+        """The S to quote: where the gate weighed several shapes, their weighted geometric mean (the verdict was
+        on all of them, so a figure of the main shape alone would overstate a kernel that loses elsewhere);
+        otherwise the main shape's S."""
+        several = len(self.shape_speedups) > 1 and self.weighted_speedup is not None
+        return self.weighted_speedup if several else self.speedup
+
+    def shapes_text(self) -> str:
+        """' weighted over its shapes (main 1.84x, half 0.257x)' where there are several, else ''."""
+        if len(self.shape_speedups) < 2:
+            return ""
+        return " weighted over its shapes (" + ", ".join(f"{n} {v:.3g}x" for n, v in self.shape_speedups.items()) + ")"
+
 
 def summarize_run(block: TimingBlock, run: int) -> RunSummary:
     return RunSummary(
@@ -101,10 +115,10 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
     timed = {name: r for name, r in by_shape.items() if name in weights and len(r) == runs}
     per_shape = {name: run_speedup(r) for name, r in timed.items()}
     total = sum(weights[name] for name in per_shape)
-    return Comparison(
-        status=Status.ok,
-        reason=f"S = {speedup:.3f}x (median of run medians), median paired improvement {paired:+.2%} over {runs} fresh processes"
-               + ("; both sides are the same code, so this is noise" if candidate == incumbent else ""),
+    weighted = math.exp(sum(weights[n] * math.log(v) for n, v in per_shape.items()) / total) \
+        if per_shape and total > 0 else None
+    result = Comparison(
+        status=Status.ok, reason="",
         device=evaluator.device,
         timing_label=timing_label(blocks[0], env.device_name if env else ""),
         runs=summaries, speedup=speedup, median_paired_improvement=paired,
@@ -112,10 +126,13 @@ def compare(evaluator: Evaluator, incumbent: str, candidate: str, runs: int = 5,
         launch_overhead_seconds=statistics.median(overheads) if overheads else None,
         environment=env, peak_memory_bytes=max(peaks, default=None), memory_retries=retries,
         same_code=candidate == incumbent, shape_runs=timed, shape_speedups=per_shape,
-        shape_weights={name: weights[name] for name in per_shape},
-        weighted_speedup=math.exp(sum(weights[n] * math.log(v) for n, v in per_shape.items()) / total)
-        if per_shape and total > 0 else None,
+        shape_weights={name: weights[name] for name in per_shape}, weighted_speedup=weighted,
     )
+    where = " at the main shape" if result.shapes_text() else ""
+    reason = (f"S = {result.score:.3f}x{result.shapes_text()} (median of run medians), median paired improvement"
+              f"{where} {paired:+.2%} over {runs} fresh processes"
+              + ("; both sides are the same code, so this is noise" if candidate == incumbent else ""))
+    return result.model_copy(update={"reason": reason})
 
 
 def run_speedup(runs: list[RunSummary]) -> float:

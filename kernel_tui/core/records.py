@@ -87,7 +87,15 @@ class RunSummary(_Record):
     best_restored_from: str | None = None  # the best is a restore: the evaluated version it copies
     baseline_latency: float | None
     best_latency: float | None
-    final_speedup: float | None
-    final_median_paired_improvement: float | None
+    final_speedup: float | None  # the re-test's S: over several benchmark shapes, their weighted geometric mean
+    final_median_paired_improvement: float | None  # the main shape's
+    final_shape_speedups: dict[str, float] = {}  # each benchmark shape's S, where the re-test timed several
     stopped_because: str
     time: str = Field(default_factory=now_iso)
+
+    def final_s(self) -> str:
+        """'S = 0.955x weighted over its shapes (main 1.84x, half 0.257x)', or '' with no re-test figure."""
+        if self.final_speedup is None:
+            return ""
+        shapes = ", ".join(f"{n} {v:.3g}x" for n, v in self.final_shape_speedups.items())
+        return f"S = {self.final_speedup:.3f}x" + (f" weighted over its shapes ({shapes})" if len(self.final_shape_speedups) > 1 else "")

@@ -470,8 +470,9 @@ class Session:
         best = current_best(self.ws)  # after a restore, the restored version and its own measurements
         if comparison.status is not Status.ok:
             warnings.append(f"final re-test failed: {comparison.reason}")
-        elif accepted and not comparison.same_code and comparison.speedup is not None and comparison.speedup < 1.0:
-            warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.speedup:.3f})")
+        elif accepted and not comparison.same_code and comparison.score is not None and comparison.score < 1.0:
+            warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.score:.3f}"
+                            f"{comparison.shapes_text()})")
         if self.evaluator.device == "cpu":
             warnings.append("CPU interpreter run: timings are not GPU timings")
         if self.unjudged:
@@ -484,7 +485,8 @@ class Session:
             baseline_commit=self.ws.baseline.hexsha, best_commit=best.commit,
             best_round=best.round or None, best_restored_from=best.restored_from,
             baseline_latency=baseline_latency(self.ws), best_latency=best.latency,
-            final_speedup=comparison.speedup, final_median_paired_improvement=comparison.median_paired_improvement,
+            final_speedup=comparison.score, final_median_paired_improvement=comparison.median_paired_improvement,
+            final_shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {},
             stopped_because=stopped_because,
         )
         self.ws.write_json("run_summary.json", summary)

@@ -208,8 +208,8 @@ class Controller:
                 self.show_state("final comparison stopped — nothing was written")
                 return
             self.log(f"summary: {summary.accepted} accepted of {summary.rounds} rounds; best "
-                      f"{summary.best_commit[:8]}" + (f"; S = {summary.final_speedup:.3f}x"
-                                                      if summary.final_speedup is not None else ""), "bold")
+                      f"{summary.best_commit[:8]}" + (f"; {summary.final_s()}" if summary.final_speedup is not None else ""),
+                      "bold")
             self.refresh()
         self.show_state("final comparison done — p writes the report · n runs another round")
 

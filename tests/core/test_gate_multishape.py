@@ -233,3 +233,40 @@ def test_sim_the_whole_gate_holds_a_winner_open_past_max_blocks_for_a_shape():
     assert sum(v.accepted for v, _ in runs) >= 57
     assert max(n for _, n in runs) <= gate.REGRESSION_MAX_BLOCKS + policy.confirm_blocks
     assert any(v.blocks > policy.max_blocks for v, _ in runs)  # some were held open past stage 1's design
+
+
+def test_the_re_test_quotes_s_over_every_shape_the_gate_weighed(tmp_path, monkeypatch):
+    """A kernel 1.3x faster at the main shape and 2x slower at the second: the re-test's S, its reason, the run
+    summary and the report all give the weighted geometric mean (below 1), with each shape's S beside it."""
+    import math
+
+    from kernel_tui.core.compare import compare
+    from kernel_tui.core.records import RunSummary
+
+    task = multishape_task(tmp_path)
+    ev = Evaluator(task, device="cuda", workdir=tmp_path / "ev", fork_server=False)
+
+    def timed(shape: str, speedup: float, index: int) -> TimingBlock:
+        b = block(speedup, 100 * index + len(shape))
+        return TimingBlock(block=index, method="flush", shape=shape, incumbent=list(b.incumbent),
+                           candidate=list(b.candidate), order=["AB"] * len(b.incumbent), inner_repeats=5)
+
+    monkeypatch.setattr(ev, "_worker", lambda c, i, *, block, **kw: WorkerResult(
+        status=Status.ok, reason="correct and timed", timing=timed("main", 1.3, block),
+        more_timings=[timed("ragged", 0.5, block)]))
+    monkeypatch.setattr(ev, "check_policy", lambda source: None)
+    c = compare(ev, "incumbent", "candidate", runs=3)
+    ev.close()
+    expected = math.exp((math.log(c.shape_speedups["main"]) + 0.5 * math.log(c.shape_speedups["ragged"])) / 1.5)
+    assert c.speedup == pytest.approx(1.3, rel=0.02)  # the main shape's own S, kept as it is
+    assert c.score == pytest.approx(expected) and c.score < 1
+    assert c.reason.startswith(f"S = {c.score:.3f}x weighted over its shapes (main 1.3")
+    assert "median paired improvement at the main shape" in c.reason
+
+    summary = RunSummary(task="t", device="cuda", timing_label="", rounds=1, accepted=1, statuses={},
+                         baseline_commit="b" * 40, best_commit="c" * 40, best_round=1, baseline_latency=None,
+                         best_latency=None, final_speedup=c.score, final_shape_speedups=c.shape_speedups,
+                         final_median_paired_improvement=c.median_paired_improvement, stopped_because="x")
+    assert summary.final_s() == f"S = {c.score:.3f}x weighted over its shapes (main 1.3x, ragged 0.5x)"
+    one = summary.model_copy(update={"final_shape_speedups": {}})
+    assert one.final_s() == f"S = {c.score:.3f}x"

@@ -262,3 +262,18 @@ def test_history_and_report_say_what_each_percentage_compares(tmp_path, capsys):
     md = report_text(ws)
     assert "| gate vs inc. [CI] |" in md and "| incumbent latency |" in md
     assert "against the incumbent the round was judged against" in md
+
+
+def test_a_re_test_over_several_shapes_summarises_their_weighted_s(tmp_path, monkeypatch):
+    """The run's summary and its warning quote the S the gate's verdict stood on (all its shapes), not the
+    main shape's 1.3x, which would hide the loss at the second."""
+    monkeypatch.setattr(session_module, "compare", lambda *a, **k: Comparison(
+        status="ok", reason="S = 0.872x weighted", device="cuda", speedup=1.3, median_paired_improvement=0.2,
+        shape_speedups={"main": 1.3, "half": 0.4}, shape_weights={"main": 1.0, "half": 0.5}, weighted_speedup=0.872))
+    ws = fixed_workspace(tmp_path / "ws")
+    summary = finalize(ws)
+    assert summary.final_speedup == pytest.approx(0.872)
+    assert summary.final_shape_speedups == {"main": 1.3, "half": 0.4}
+    status = json.loads((ws.root / "agent-status.json").read_text())
+    assert any("slower than the baseline (S = 0.872 weighted over its shapes (main 1.3x, half 0.4x))" in w
+               for w in status["warnings"])

@@ -17,7 +17,8 @@ def timing_label(block: TimingBlock | None, device_name: str = "") -> str:
     on = f" on {device_name}" if device_name else ""
     if block.method == "window":
         handoff = f", {block.handoff_seconds * 1e6:.0f} µs handoff subtracted" if block.handoff_seconds else ""
-        return (f"GPU kernel time{on}: {block.inner_repeats} calls back to back per window over rotating input sets, "
+        calls = "1 call" if block.inner_repeats == 1 else f"{block.inner_repeats} calls back to back"
+        return (f"GPU kernel time{on}: {calls} per window over rotating input sets, "
                 f"L2 flushed before each window, timed by the judge across processes{handoff}") + _memory_note(block)
     if block.method == "graph":
         return f"GPU kernel time{on}: CUDA graph replay over {block.rotating_sets} rotating input sets" + _memory_note(block)

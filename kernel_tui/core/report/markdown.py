@@ -319,9 +319,13 @@ def _section_retest(r: RunRecords, roof: Roof) -> list[str]:
     if not r.summary_best_is_current:
         out.append(f"**Stale:** {_retest_staleness(r)}\n")
     out.append(f"- Status: {c.status.value}: {cell(c.reason, 200)}")
-    out.append(f"- Speedup **S = {c.speedup:.3f}×**" if c.speedup is not None else "- Speedup S: not measured")
+    out.append(f"- Speedup **S = {c.score:.3f}×**" if c.score is not None else "- Speedup S: not measured")
     out.append("  (median of the baseline's per-run medians / median of the candidate's)")
-    out.append(f"- Median paired improvement: **{pct(c.median_paired_improvement)}** "
+    if c.shapes_text():
+        shapes = ", ".join(f"{n} {v:.3f}× (weight {c.shape_weights.get(n, 0):g})" for n, v in c.shape_speedups.items())
+        out.append(f"- Over the benchmark shapes the gate weighs, as their weighted geometric mean: {shapes}")
+    where = " at the main shape" if c.shapes_text() else ""
+    out.append(f"- Median paired improvement{where}: **{pct(c.median_paired_improvement)}** "
                "(median across runs of each run's median paired improvement)")
     if c.runs:
         inc = statistics.median(s.incumbent_median for s in c.runs)
@@ -359,8 +363,9 @@ def _limits(r: RunRecords, roof: Roof) -> list[str]:
         notes.append("**Timings are CPU-interpreter timings, NOT GPU timings.** No conclusion about GPU "
                      "performance can be drawn from this run.")
     c = r.comparison
-    if c is not None and c.speedup is not None and c.speedup < 1 and not c.same_code:
-        notes.append(f"The final re-test found the best version **slower** than the baseline (S = {c.speedup:.3f}× < 1).")
+    if c is not None and c.score is not None and c.score < 1 and not c.same_code:
+        notes.append(f"The final re-test found the best version **slower** than the baseline "
+                     f"(S = {c.score:.3f}×{c.shapes_text()} < 1).")
     if c is not None and c.status.value != "ok":
         notes.append(f"The final re-test did not complete: {c.status.value}.")
     if c is not None and c.speedup is not None and c.median_paired_improvement is not None \

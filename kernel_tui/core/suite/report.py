@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernel_tui.core.report.records import merged_labels
 from kernel_tui.core.report.text import MISSING, cell
 from kernel_tui.core.suite.models import FLAG_SPEEDUP, SIDE_LABELS, SIDES, SideScore, SideSummary, SuiteResult
 from kernel_tui.core.suite.score import fast_p, measured
@@ -51,7 +52,8 @@ def _section_setup(s: SuiteResult) -> list[str]:
         out.append(f"- Python {env.python}, torch {env.torch}, triton {env.triton}")
     else:
         out.append("- Versions: not recorded (no task reached the scoring)")
-    labels = s.timing_labels or ["none (no comparison was timed)"]
+    # one line per method: the tasks' labels differ in the handoff each judge measured and the calls per window
+    labels = merged_labels(s.timing_labels) or ["none (no comparison was timed)"]
     out += [f"- Timing method: {cell(label)}" for label in labels]
     out += [
         f"- Scoring: each task's best version against the task's reference run as PyTorch eager and through "

@@ -105,7 +105,7 @@ def side_score(side: Side, comparison: Comparison) -> SideScore:
     # recordings made before runs kept their samples fall back to the t-interval on the run ratios
     ci = bootstrap_interval(comparison.runs, shapes=shapes) or log_t_interval(ratios)
     return SideScore(
-        side=side, available=True, reason=comparison.reason, speedup=comparison.weighted_speedup or comparison.speedup,
+        side=side, available=True, reason=comparison.reason, speedup=comparison.score,
         shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {},
         ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, run_ratios=ratios,
         timing_label=comparison.timing_label, comparison=comparison,

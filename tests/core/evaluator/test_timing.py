@@ -97,3 +97,16 @@ def test_the_report_lists_the_timing_warnings_with_the_timing_labels(tmp_path):
     assert [ln for ln in lines if ln.startswith("- timing warning: ")] == [
         f"- timing warning: {w}" for w in block.warnings]
     assert _section_environment(RunRecords(workspace=tmp_path, baseline_eval={"timing": "broken"}))  # lenient
+
+
+def test_a_window_label_says_how_many_calls_it_holds_in_words_that_read():
+    from kernel_tui.core.evaluator.labels import timing_label
+    from kernel_tui.core.evaluator.models import TimingBlock
+
+    def label(k: int) -> str:
+        return timing_label(TimingBlock(block=0, method="window", shape="main", incumbent=[1.0], candidate=[1.0],
+                                        order=["AB"], inner_repeats=k, rotating_sets=3, handoff_seconds=2.6e-4), "H200")
+
+    assert label(1).startswith("GPU kernel time on H200: 1 call per window over rotating input sets")
+    assert label(5).startswith("GPU kernel time on H200: 5 calls back to back per window")
+    assert label(5).endswith("260 µs handoff subtracted")

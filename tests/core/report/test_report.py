@@ -213,6 +213,20 @@ def test_retest_slower_than_baseline_is_a_limit(tmp_path):
     assert "**slower** than the baseline (S = 0.970× < 1)" in md
 
 
+def test_retest_over_several_shapes_reports_their_weighted_s(tmp_path):
+    """Faster at the main shape, slower weighted over the shapes the gate weighs: the report's S is the latter."""
+    ws = make_workspace(tmp_path / "ws", speedup=1.30)
+    c = comparison(1.30).model_copy(update={"shape_speedups": {"main": 1.30, "half": 0.40},
+                                            "shape_weights": {"main": 1.0, "half": 0.5}, "weighted_speedup": 0.872})
+    (ws / "final-comparison.json").write_text(c.model_dump_json())
+    write_report(ws)
+    md = (ws / "report.md").read_text()
+    assert "Speedup **S = 0.872×**" in md
+    assert "weighted geometric mean: main 1.300× (weight 1), half 0.400× (weight 0.5)" in md
+    assert "Median paired improvement at the main shape" in md
+    assert "**slower** than the baseline (S = 0.872× weighted over its shapes (main 1.3x, half 0.4x) < 1)" in md
+
+
 def test_corrupt_trajectory_line_is_skipped_and_reported(tmp_path):
     ws = make_workspace(tmp_path / "ws")
     good = (ws / "trajectory.jsonl").read_text().splitlines()

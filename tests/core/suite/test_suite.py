@@ -712,3 +712,15 @@ def test_a_scoring_cut_off_between_its_sides_resumes_at_the_side_not_yet_measure
 
     SuiteRunner(replace(runner.options, runs=3))._score(ws, "k")
     assert measured_sides[5:] == ["eager", "compile"]
+
+
+def test_the_report_states_each_timing_method_once_with_its_measured_range(tmp_path):
+    """Each task's judge measures its own handoff and picks its calls per window: one line per method."""
+    label = ("GPU kernel time on NVIDIA H200: {} calls back to back per window over rotating input sets, L2 flushed "
+             "before each window, timed by the judge across processes, {} µs handoff subtracted")
+    labels = [label.format(5, 256), label.format(3, 267), label.format(5, 271)]
+    suite = SuiteResult(tasks_dir="t", out=str(tmp_path), device="cuda", proposer="replay", max_steps=1, runs=3,
+                        tasks=[], summaries=[summarize([], s) for s in ("eager", "compile")], timing_labels=labels)
+    text = suite_report.write_suite_report(suite, tmp_path)[0].read_text()
+    methods = [ln for ln in text.splitlines() if ln.startswith("- Timing method:")]
+    assert methods == [f"- Timing method: {label.format('3–5', '256–271')}"]
