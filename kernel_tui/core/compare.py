@@ -18,6 +18,7 @@ from kernel_tui.core.evaluator.evaluator import Evaluator
 from kernel_tui.core.evaluator.gating import to_gate_block
 from kernel_tui.core.evaluator.labels import timing_label
 from kernel_tui.core.evaluator.models import Environment, Status, TimingBlock
+from kernel_tui.core.records import shapes_text
 
 
 class RunSummary(BaseModel):
@@ -64,9 +65,7 @@ class Comparison(BaseModel):
 
     def shapes_text(self) -> str:
         """' weighted over its shapes (main 1.84x, half 0.257x)' where there are several, else ''."""
-        if len(self.shape_speedups) < 2:
-            return ""
-        return " weighted over its shapes (" + ", ".join(f"{n} {v:.3g}x" for n, v in self.shape_speedups.items()) + ")"
+        return shapes_text(self.shape_speedups)
 
 
 def summarize_run(block: TimingBlock, run: int) -> RunSummary:

@@ -97,5 +97,11 @@ class RunSummary(_Record):
         """'S = 0.955x weighted over its shapes (main 1.84x, half 0.257x)', or '' with no re-test figure."""
         if self.final_speedup is None:
             return ""
-        shapes = ", ".join(f"{n} {v:.3g}x" for n, v in self.final_shape_speedups.items())
-        return f"S = {self.final_speedup:.3f}x" + (f" weighted over its shapes ({shapes})" if len(self.final_shape_speedups) > 1 else "")
+        return f"S = {self.final_speedup:.3f}x{shapes_text(self.final_shape_speedups)}"
+
+
+def shapes_text(speedups: dict[str, float]) -> str:
+    """' weighted over its shapes (main 1.84x, half 0.257x)' beside an S taken over several shapes, else ''."""
+    if len(speedups) < 2:
+        return ""
+    return " weighted over its shapes (" + ", ".join(f"{n} {v:.3g}x" for n, v in speedups.items()) + ")"

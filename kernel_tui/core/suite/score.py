@@ -24,6 +24,7 @@ from scipy import stats
 
 from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.models import Status
+from kernel_tui.core.records import shapes_text
 from kernel_tui.core.suite.models import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
@@ -117,9 +118,7 @@ def describe_score(score: SideScore) -> str:
     if not score.available or score.speedup is None:
         return f"unavailable: {score.reason}"
     ci = f" ({CONFIDENCE:.0%} CI {score.ci_low:.3g}x–{score.ci_high:.3g}x)" if score.ci_low is not None else ""
-    shapes = ", ".join(f"{name} {v:.3g}x" for name, v in score.shape_speedups.items())
-    weighted = f" weighted over its shapes ({shapes})" if shapes else ""
-    return f"S = {score.speedup:.3g}x{ci}{weighted} over {len(score.run_ratios)} fresh-process runs"
+    return f"S = {score.speedup:.3g}x{ci}{shapes_text(score.shape_speedups)} over {len(score.run_ratios)} fresh-process runs"
 
 
 def one_line(text: str, limit: int = 300) -> str:
