@@ -471,8 +471,7 @@ class Session:
         if comparison.status is not Status.ok:
             warnings.append(f"final re-test failed: {comparison.reason}")
         elif accepted and not comparison.same_code and comparison.score is not None and comparison.score < 1.0:
-            warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.score:.3f}"
-                            f"{comparison.shapes_text()})")
+            warnings.append(f"the re-test finds the best slower than the baseline (S = {comparison.score:.3f}{comparison.shapes_text()})")
         if self.evaluator.device == "cpu":
             warnings.append("CPU interpreter run: timings are not GPU timings")
         if self.unjudged:
@@ -486,8 +485,7 @@ class Session:
             best_round=best.round or None, best_restored_from=best.restored_from,
             baseline_latency=baseline_latency(self.ws), best_latency=best.latency,
             final_speedup=comparison.score, final_median_paired_improvement=comparison.median_paired_improvement,
-            final_shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {},
-            stopped_because=stopped_because,
+            final_shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {}, stopped_because=stopped_because,
         )
         self.ws.write_json("run_summary.json", summary)
         if comparison.status is not Status.ok:
