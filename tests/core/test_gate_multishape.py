@@ -32,6 +32,13 @@ def test_shapes_combine_as_a_weighted_geometric_mean_of_paired_ratios():
     assert float(np.median(leaning.log_ratios)) == pytest.approx(np.log(1.2) / 2, abs=0.02)
 
 
+def timed(shape: str, speedup: float, index: int) -> TimingBlock:
+    """A made-up worker block at one shape: the candidate `speedup` times faster, seeded by shape and block."""
+    b = block(speedup, 100 * index + len(shape))
+    return TimingBlock(block=index, method="flush", shape=shape, incumbent=list(b.incumbent),
+                       candidate=list(b.candidate), order=["AB"] * len(b.incumbent), inner_repeats=5)
+
+
 def multishape_task(tmp_path):
     root = tmp_path / "task"
     root.mkdir()
@@ -50,11 +57,6 @@ def test_the_evaluator_gates_on_every_benchmark_shape(tmp_path, monkeypatch, rag
     task = multishape_task(tmp_path)
     ev = Evaluator(task, device="cuda", workdir=tmp_path / "ev", fork_server=False)
     assert [c.name for c, _ in task.spec.benchmark_shapes("cuda")] == ["main", "ragged"]
-
-    def timed(shape: str, speedup: float, index: int) -> TimingBlock:
-        b = block(speedup, 100 * index + len(shape))
-        return TimingBlock(block=index, method="flush", shape=shape, incumbent=list(b.incumbent),
-                           candidate=list(b.candidate), order=["AB"] * len(b.incumbent), inner_repeats=5)
 
     def fake_worker(candidate, incumbent, *, block, **kw):
         return WorkerResult(status=Status.ok, reason="correct and timed", timing=timed("main", 1.3, block),
@@ -245,11 +247,6 @@ def test_the_re_test_quotes_s_over_every_shape_the_gate_weighed(tmp_path, monkey
 
     task = multishape_task(tmp_path)
     ev = Evaluator(task, device="cuda", workdir=tmp_path / "ev", fork_server=False)
-
-    def timed(shape: str, speedup: float, index: int) -> TimingBlock:
-        b = block(speedup, 100 * index + len(shape))
-        return TimingBlock(block=index, method="flush", shape=shape, incumbent=list(b.incumbent),
-                           candidate=list(b.candidate), order=["AB"] * len(b.incumbent), inner_repeats=5)
 
     monkeypatch.setattr(ev, "_worker", lambda c, i, *, block, **kw: WorkerResult(
         status=Status.ok, reason="correct and timed", timing=timed("main", 1.3, block),
