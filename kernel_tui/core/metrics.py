@@ -161,3 +161,14 @@ def roof(spec: TaskSpec | None, hardware: Mapping[str, Any] | None) -> Roof:
     dtype = compute_dtype(spec)
     return Roof(nbytes=nbytes, flops=flops if flops > 0 else None, bandwidth=bandwidth,
                 peak=matmul_peak(hardware, dtype), dtype=dtype)
+
+
+def occupancy_facts(spec: TaskSpec, hardware: dict | None) -> dict[str, int | None]:
+    """The GPU's SM count and one call's output elements at the most heavily weighted timed shape: what the
+    search needs to tell an output tiling too coarse to give every SM a program (search_rank.fills_sms). None
+    of it off a GPU: the interpreter runs one program at a time."""
+    hw = hardware or {}
+    if hw.get("device") != "cuda":
+        return {}
+    shape = max(spec.benchmark_shapes("cuda"), key=lambda s: s[1])[0]
+    return {"sm_count": hw.get("sm_count"), "output_elements": spec.output_elements(shape.dims)}

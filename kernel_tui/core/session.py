@@ -246,7 +246,7 @@ class Session:
             round=round_no, best_source=best_source, baseline_source=self.ws.task.baseline_source,
             history=self.ws.trajectory(), baseline_language=self.ws.task.spec.baseline.language,
             device="cuda" if self.evaluator.device == "cuda" else "cpu",
-            bottleneck=self._bottleneck(),
+            bottleneck=self._bottleneck(), **metrics.occupancy_facts(self.ws.task.spec, self.ws.read_json("hardware.json")),
         )
         proposal = self.proposer.propose(ctx)
         self._save_state()

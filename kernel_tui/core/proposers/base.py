@@ -24,6 +24,10 @@ class ProposerContext(BaseModel):
     # where candidates run: "cpu" is Triton's interpreter, which ignores GPU-only knobs (num_warps, num_stages,
     # load hints); None: not said here (a proposer may have been told when it was built)
     device: Literal["cpu", "cuda"] | None = None
+    # the GPU's SMs and the output elements of one call at the main timed shape: whether an output tiling
+    # gives every SM a program (search_rank.fills_sms); None where not known (off a GPU)
+    sm_count: int | None = None
+    output_elements: int | None = None
 
     @property
     def incumbent_is_pytorch(self) -> bool:

@@ -164,6 +164,8 @@ class SearchProposer(SearchSteps):
         self.tried_pairs: set[str] = set()
         self.tried_sources: set[str] = set()
         self.bottleneck: str | None = None  # the incumbent's, when last told (ProposerContext.bottleneck)
+        self.output_elements: int | None = None  # ProposerContext's, when last told: whether the tiles fill the SMs
+        self.sm_count: int | None = None
         # bottleneck -> steps (action keys) of kinds it does not favour that the gate turned down under it
         self.turned_down: dict[str, list[str]] = {}
         self.levels: dict[str, float] = {}  # state key -> L(s) = log(T_baseline / T(s))
@@ -200,6 +202,7 @@ class SearchProposer(SearchSteps):
             kinds = ", ".join(sorted(FAVOURED_KINDS[context.bottleneck]))
             self.on_activity(f"the incumbent is {context.bottleneck}-bound: trying {kinds} knobs first")
         self.bottleneck = context.bottleneck
+        self.output_elements, self.sm_count = context.output_elements, context.sm_count
         analysis = self._analyze(context.best_source)
         self.model.register(analysis)
         self._say_ignored(analysis)
@@ -366,7 +369,7 @@ class SearchProposer(SearchSteps):
             if h not in self._facts:
                 self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
             facts = self._facts[h]
-        return ranked(analysis, candidates, self._kinds_of, self.bottleneck, facts)
+        return ranked(analysis, candidates, self._kinds_of, self.bottleneck, facts, self.output_elements, self.sm_count)
 
     # --- values (the candidates are SearchSteps'; the backup and the choice, search_values') ---------------
     def _penalty(self, akey: str) -> float:

@@ -22,6 +22,15 @@ num_stages 2→3 (+11.6%), block_k 32→64 (+3.5%), block_m 64→128 with warps 
 (+19.8%); measured the same day, the unmasked K loop (+3.1%) and TMA loads (+1.2%) won too and were never
 proposed in the 18 rounds.
 
+Two facts come before the registers. An output tiled into fewer programs than the GPU has SMs (`fills_sms`: the
+output's elements at the timed shape over the tile, times the split-K count) leaves SMs idle whatever the tile
+does, so there the moves that make more programs (split-K, more splits, a smaller output tile) go first and those
+that make fewer last: live on an H200, KernelBench level 1 problem 6 (256×256 output, K = 524288, 16 tiles of
+64×64 for 132 SMs) spent 11 rounds and 466 s on tile moves from the register order and never reached split-K.
+And in a kernel whose tl.dot multiplies fp32 in full precision ("ieee", on the FMA units), "tf32x3" (three TF32
+products on the tensor cores, fp32-class accuracy) ranks with the growing moves: it changes which units do the
+work, not the tile (8 rounds of KernelBench's fp32 4096³ GEMM live went to tiles and never to it).
+
 Like the bottleneck's favoured kinds (search_steps), it is a preference while any is left, not a prior: the
 first tier that has a candidate is the set the search chooses from; the next one comes when it is spent. The
 incumbent's facts come from the compiler where a `resources` callback gives them (a GPU); elsewhere (a replay, the
@@ -48,6 +57,7 @@ from kernel_tui.core.evaluator.kernel_facts import DeviceLimits, KernelFacts
 from kernel_tui.core.proposers.search_steps import Candidate
 from kernel_tui.core.proposers.transforms import MAX_ACCUMULATOR_PER_THREAD, Analysis
 from kernel_tui.core.proposers.transforms.constraints import DotTile
+from kernel_tui.core.proposers.transforms.split_k import DEFAULT_SPLITS, SPLIT
 
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs; the compiler spills past it
 ACCUMULATOR_SHARE = MAX_ACCUMULATOR_PER_THREAD // 2  # without compile facts: the accumulator's half of a thread
@@ -56,6 +66,41 @@ ACCUMULATOR_SHARE = MAX_ACCUMULATOR_PER_THREAD // 2  # without compile facts: th
 GROWING_STRUCTURE = frozenset({"k_mask", "loads", "launch_order", "epilogue"})
 
 Room = Literal["room", "full"]
+TENSOR_CORE_PRECISION = "tf32x3"  # an fp32 tl.dot moved from the FMA units onto the tensor cores
+
+
+def programs(analysis: Analysis, assign: dict, output_elements: int) -> float | None:
+    """The programs a launch of the tl.dot kernels under `assign` starts: the output's elements over the largest
+    output tile, times SPLIT_K where the kernel is split (or is made so by `assign`). None without a tile."""
+    tiles = [t.output for t in analysis.dot_tiles(assign) if t.output]
+    if not tiles:
+        return None
+    count = output_elements / max(tiles)
+    for kid, knob in analysis.knobs.items():
+        value = assign.get(kid, knob.value)
+        if knob.kind == "splits" and isinstance(value, int) and value > 0:
+            count *= value
+        elif knob.kind == "split_k" and value == SPLIT and knob.value != SPLIT:
+            count *= DEFAULT_SPLITS
+    return count
+
+
+def fills_sms(analysis: Analysis, output_elements: int | None, sm_count: int | None) -> bool | None:
+    """Whether the incumbent's tiling gives every SM at least one program; None where either fact is unknown."""
+    if not output_elements or not sm_count:
+        return None
+    count = programs(analysis, analysis.assignment, output_elements)
+    return None if count is None else count >= sm_count
+
+
+def _to_tensor_cores(analysis: Analysis, parts: tuple[str, ...]) -> bool:
+    """A step that sets an fp32 tl.dot's input_precision to tf32x3."""
+    for part in parts:
+        kid, _, value = part.partition("=")
+        knob = analysis.knobs.get(kid)
+        if knob is not None and knob.kind == "input_precision" and value == TENSOR_CORE_PRECISION:
+            return True
+    return False
 
 
 def register_room(tiles: Sequence[DotTile], facts: Sequence[KernelFacts] | None) -> Room | None:
@@ -120,11 +165,21 @@ def direction(before: Sequence[DotTile], after: Sequence[DotTile], facts: Sequen
 
 
 def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[tuple[str, ...]], set[str]],
-           bottleneck: str | None, facts: Sequence[KernelFacts] | None) -> list[Candidate]:
-    """The first non-empty tier of the candidates by the incumbent's register room (the module docstring):
-    with room, the growing and structural moves, then the rest, then the shrinking ones; full, the moves
-    that take registers off a thread, then the rest, then those that put registers on. All of them where
-    neither applies."""
+           bottleneck: str | None, facts: Sequence[KernelFacts] | None, output_elements: int | None = None,
+           sm_count: int | None = None) -> list[Candidate]:
+    """The first non-empty tier of the candidates (the module docstring): where the output's programs do not
+    fill the SMs, the moves that make more of them, then the rest, then those that make fewer; else by the
+    incumbent's register room: with room, the growing and structural moves, then the rest, then the shrinking
+    ones; full, the moves that take registers off a thread, then the rest, then those that put registers on.
+    All of them where none of this applies."""
+    if fills_sms(analysis, output_elements, sm_count) is False:
+        assert output_elements is not None
+        here = programs(analysis, analysis.assignment, output_elements) or 0.0
+        short: list[list[Candidate]] = [[], [], []]
+        for c in candidates:
+            after = programs(analysis, c.after, output_elements) or here
+            short[0 if after > here else 2 if after < here else 1].append(c)
+        return next(t for t in short if t) if candidates else candidates
     before = analysis.dot_tiles(analysis.assignment)
     room = register_room(before, facts)
     if room is None or (room == "room" and bottleneck == "latency"):
@@ -137,5 +192,6 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
         elif d.shrinks:
             tiers[2].append(c)
         else:
-            tiers[0 if d.grows or kinds_of(c.parts) & GROWING_STRUCTURE else 1].append(c)
+            growing = d.grows or kinds_of(c.parts) & GROWING_STRUCTURE or _to_tensor_cores(analysis, c.parts)
+            tiers[0 if growing else 1].append(c)
     return next((t for t in tiers if t), candidates)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.search import SearchProposer
-from kernel_tui.core.proposers.search_rank import GROWING_STRUCTURE, ranked, register_room
+from kernel_tui.core.proposers.search_rank import GROWING_STRUCTURE, fills_sms, programs, ranked, register_room
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.proposers.transforms.constraints import DotTile
+from tests.conftest import ROOT
 from tests.core.proposers.test_search import baseline
 
 TILES = ("const:BLOCK_M", "const:BLOCK_N", "const:BLOCK_K", "launch:matmul_kernel:0:num_stages")
@@ -30,12 +31,13 @@ def moves(base: str, source: str) -> tuple[list[int], float]:
     return signs, per_thread(after) / per_thread(before)
 
 
-def first_proposals(p: SearchProposer, base: str, n: int, bottleneck: str | None = "compute") -> list[str]:
-    """The first n proposals from `base`, each measured 30% slower and turned down (the incumbent stays)."""
+def first_proposals(p: SearchProposer, base: str, n: int, bottleneck: str | None = "compute", **gpu) -> list[str]:
+    """The first n proposals from `base`, each measured 30% slower and turned down (the incumbent stays);
+    `gpu`: the context's sm_count and output_elements."""
     out = []
     for r in range(1, n + 1):
         proposal = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[],
-                                             bottleneck=bottleneck))
+                                             bottleneck=bottleneck, **gpu))
         assert proposal is not None
         out.append(proposal.source)
         p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.3, latency=1.3,
@@ -123,3 +125,45 @@ def test_a_latency_bound_or_elementwise_kernel_keeps_every_candidate():
                               history=[]))
     elementwise = q._candidates(vector, state_key(vector.assignment))
     assert ranked(vector, elementwise, q._kinds_of, "compute", None) == elementwise
+
+
+def test_an_output_of_fewer_tiles_than_sms_makes_more_programs_first():
+    # KernelBench level 1 problem 6's output, 256x256: 16 tiles of 64x64 for an H200's 132 SMs. Live, the
+    # register order spent 11 rounds on tiles there and never reached split-K
+    base, few = baseline("matmul"), {"sm_count": 132, "output_elements": 256 * 256}
+    a = analyze(base)
+    assert programs(a, a.assignment, 256 * 256) == 16 and fills_sms(a, 256 * 256, 132) is False
+    assert fills_sms(a, 4096 * 4096, 132) is True and fills_sms(a, 256 * 256, None) is None
+    p = SearchProposer(seed=0)
+    proposals = first_proposals(p, base, 6, bottleneck="latency", **few)
+    for source in proposals:
+        after = analyze(source)
+        assert programs(after, after.assignment, 256 * 256) > 16, kinds(base, source)
+    assert any("split_k" in kinds(base, source) for source in proposals)
+    # the same kernel over a 4096x4096 output fills the SMs: the order is the registers' again
+    q = SearchProposer(seed=0)
+    for source in first_proposals(q, base, 6, sm_count=132, output_elements=4096 * 4096):
+        assert -1 not in moves(base, source)[0]
+
+
+def test_a_split_kernels_programs_count_its_splits():
+    base = baseline("matmul")
+    p = SearchProposer(seed=0)
+    split = next(s for s in first_proposals(p, base, 12, bottleneck="latency", sm_count=132, output_elements=256 * 256)
+                 if "split_k" in kinds(base, s))
+    a = analyze(split)
+    assert programs(a, a.assignment, 256 * 256) == 16 * 4  # SPLIT_K = 4 partial sums a tile
+    more = {kid: 8 for kid, knob in a.knobs.items() if knob.kind == "splits"}
+    assert more and programs(a, {**a.assignment, **more}, 256 * 256) == 16 * 8
+
+
+def test_an_fp32_dot_onto_the_tensor_cores_ranks_with_the_growing_moves():
+    base = (ROOT / "bench/candidates/kb_square_gemm_triton.py").read_text()  # input_precision="ieee"
+    p = SearchProposer(seed=0)
+    p.propose(ProposerContext(round=1, best_source=base, baseline_source=base, history=[], bottleneck="compute"))
+    a = p._analyze(base)
+    from kernel_tui.core.proposers.search import state_key
+
+    first = ranked(a, p._candidates(a, state_key(a.assignment)), p._kinds_of, "compute", None)
+    assert any(c.parts == ("kernel:matmul_kernel:input_precision=tf32x3",) for c in first)
+    assert all(-1 not in moves(base, c.source)[0] for c in first)
