@@ -28,8 +28,12 @@ does, so there the moves that make more programs (split-K, more splits, a smalle
 that make fewer last: live on an H200, KernelBench level 1 problem 6 (256×256 output, K = 524288, 16 tiles of
 64×64 for 132 SMs) spent 11 rounds and 466 s on tile moves from the register order and never reached split-K.
 And in a kernel whose tl.dot multiplies fp32 in full precision ("ieee", on the FMA units), "tf32x3" (three TF32
-products on the tensor cores, fp32-class accuracy) ranks with the growing moves: it changes which units do the
-work, not the tile (8 rounds of KernelBench's fp32 4096³ GEMM live went to tiles and never to it).
+products on the tensor cores, fp32-class accuracy) goes ahead of every tile move (after those that fill the SMs,
+and not while the incumbent spills: its split operands take registers): it changes which units do the work, not
+the tile, and an H200's tensor cores do TF32 at several times the fp32 FMA rate. Ranked only with the growing
+moves, it came late or never: 8 rounds of KernelBench's fp32 4096³ GEMM live went to tiles and never to it;
+on problem 6, after split-K, 18 rounds went to tiles (4 accepted, 14 lost, up to 59%) before round 24's tf32x3
+won +20.9%, the run's last accept.
 
 Like the bottleneck's favoured kinds (search_steps), it is a preference while any is left, not a prior: the
 first tier that has a candidate is the set the search chooses from; the next one comes when it is spent. The
@@ -168,20 +172,24 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
            bottleneck: str | None, facts: Sequence[KernelFacts] | None, output_elements: int | None = None,
            sm_count: int | None = None) -> list[Candidate]:
     """The first non-empty tier of the candidates (the module docstring): where the output's programs do not
-    fill the SMs, the moves that make more of them, then the rest, then those that make fewer; else by the
-    incumbent's register room: with room, the growing and structural moves, then the rest, then the shrinking
-    ones; full, the moves that take registers off a thread, then the rest, then those that put registers on.
-    All of them where none of this applies."""
+    fill the SMs, the moves that make more of them, then tf32x3, then the rest, then those that make fewer; else
+    tf32x3 unless the incumbent spills, then by its register room: with room, the growing and structural moves,
+    then the rest, then the shrinking ones; full, the moves that take registers off a thread, then the rest, then
+    those that put registers on. All of them where none of this applies."""
     if fills_sms(analysis, output_elements, sm_count) is False:
         assert output_elements is not None
         here = programs(analysis, analysis.assignment, output_elements) or 0.0
-        short: list[list[Candidate]] = [[], [], []]
+        short: list[list[Candidate]] = [[], [], [], []]
         for c in candidates:
             after = programs(analysis, c.after, output_elements) or here
-            short[0 if after > here else 2 if after < here else 1].append(c)
+            same = 1 if _to_tensor_cores(analysis, c.parts) else 2
+            short[0 if after > here else 3 if after < here else same].append(c)
         return next(t for t in short if t) if candidates else candidates
     before = analysis.dot_tiles(analysis.assignment)
     room = register_room(before, facts)
+    tensor_cores = [c for c in candidates if _to_tensor_cores(analysis, c.parts)]
+    if tensor_cores and room != "full":
+        return tensor_cores
     if room is None or (room == "room" and bottleneck == "latency"):
         return candidates
     tiers: list[list[Candidate]] = [[], [], []]
@@ -192,6 +200,6 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
         elif d.shrinks:
             tiers[2].append(c)
         else:
-            growing = d.grows or kinds_of(c.parts) & GROWING_STRUCTURE or _to_tensor_cores(analysis, c.parts)
+            growing = d.grows or kinds_of(c.parts) & GROWING_STRUCTURE
             tiers[0 if growing else 1].append(c)
     return next((t for t in tiers if t), candidates)

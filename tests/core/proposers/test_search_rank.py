@@ -157,13 +157,25 @@ def test_a_split_kernels_programs_count_its_splits():
     assert more and programs(a, {**a.assignment, **more}, 256 * 256) == 16 * 8
 
 
-def test_an_fp32_dot_onto_the_tensor_cores_ranks_with_the_growing_moves():
+def test_an_fp32_dot_onto_the_tensor_cores_goes_first_unless_the_incumbent_spills():
     base = (ROOT / "bench/candidates/kb_square_gemm_triton.py").read_text()  # input_precision="ieee"
     p = SearchProposer(seed=0)
-    p.propose(ProposerContext(round=1, best_source=base, baseline_source=base, history=[], bottleneck="compute"))
     a = p._analyze(base)
+    p.model.register(a)  # the candidates before any is proposed (a proposal is tried, then not a candidate)
     from kernel_tui.core.proposers.search import state_key
 
-    first = ranked(a, p._candidates(a, state_key(a.assignment)), p._kinds_of, "compute", None)
-    assert any(c.parts == ("kernel:matmul_kernel:input_precision=tf32x3",) for c in first)
-    assert all(-1 not in moves(base, c.source)[0] for c in first)
+    candidates = p._candidates(a, state_key(a.assignment))
+    tf32 = ("kernel:matmul_kernel:input_precision=tf32x3",)
+    for bottleneck, facts in (("compute", None), ("latency", None), ("compute", [ROOMY])):
+        assert [c.parts for c in ranked(a, candidates, p._kinds_of, bottleneck, facts)] == [tf32]
+    spilling = [ROOMY.model_copy(update={"registers": 255, "spills": 64})]
+    assert tf32 not in [c.parts for c in ranked(a, candidates, p._kinds_of, "compute", spilling)]
+    # an output of too few tiles: the moves that make more programs, then tf32x3 before the other moves
+    few = {"output_elements": 256 * 256, "sm_count": 132}
+    more = ranked(a, candidates, p._kinds_of, "compute", None, **few)
+    assert more and tf32 not in [c.parts for c in more]
+    fewer_first = [c for c in candidates if programs(a, c.after, 256 * 256) <= programs(a, a.assignment, 256 * 256)]
+    assert [c.parts for c in ranked(a, fewer_first, p._kinds_of, "compute", None, **few)] == [tf32]
+    # driven through the proposer: its first proposal on the fp32 GEMM is the move onto the tensor cores
+    q = SearchProposer(seed=0)
+    assert "tf32x3" in first_proposals(q, base, 1, sm_count=132, output_elements=4096 * 4096)[0]
