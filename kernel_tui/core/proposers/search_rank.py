@@ -33,7 +33,8 @@ and not while the incumbent spills: its split operands take registers): it chang
 the tile, and an H200's tensor cores do TF32 at several times the fp32 FMA rate. Ranked only with the growing
 moves, it came late or never: 8 rounds of KernelBench's fp32 4096³ GEMM live went to tiles and never to it;
 on problem 6, after split-K, 18 rounds went to tiles (4 accepted, 14 lost, up to 59%) before round 24's tf32x3
-won +20.9%, the run's last accept.
+won +20.9%, the run's last accept. First is not always a win: on the fp32 4096³ GEMM (128×64×32, 8 warps) it was
+proposed first live and lost 11.6%; one round is what it costs there.
 
 Like the bottleneck's favoured kinds (search_steps), it is a preference while any is left, not a prior: the
 first tier that has a candidate is the set the search chooses from; the next one comes when it is spent. The
