@@ -7,7 +7,8 @@
 #        LEVEL/PROBLEM <tab> started|kept|refused|timeout <tab> the one line kernel-tui printed
 #   LEVELS (default "1 2"), PROBLEMS (stems; default every problem of LEVELS), LIMIT (seconds for the whole call,
 #   default 540), PER (seconds a problem, default 240), JOBS (problems at once, default 4: compiling and
-#   autotuning are mostly CPU work; the correctness checks share the GPU, which coverage does not time)
+#   autotuning are mostly CPU work; the correctness checks share the GPU, which coverage does not time; a check
+#   that finds too little memory free beside the others is taken again alone at the end)
 # Writes $OUT/coverage.tsv, $OUT/coverage.log and $OUT/captures.tgz; carry WORK to the next call to go on.
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.kernelbench}; WORK=${WORK:-.kt-inductor}
@@ -29,6 +30,11 @@ one() {  # one problem file: import (eager), then torch.compile's kernels as the
     *:kept*) status=kept ;;
     *) status=refused; line=${line:-$(printf '%s\n' "$out" | tail -1)} ;;
   esac
+  # a check that found too little GPU memory free beside the other problems' is taken again alone, after them
+  if [ -z "${ALONE:-}" ] && [[ "$line" == *"does not fit in device memory"* ]]; then
+    echo "$f" >> "$WORK/alone.txt"; echo "$(date +%T) $key again alone: too little memory beside the others" >> "$OUT/coverage.log"
+    return 0
+  fi
   printf '%s\t%s\t%s\n' "$key" "$status" "$(echo "$line" | tr '\t' ' ' | cut -c1-300)" >> "$WORK/coverage.tsv"
   echo "$(date +%T) $key $status" >> "$OUT/coverage.log"
 }
@@ -38,9 +44,17 @@ for level in ${LEVELS:-1 2}; do
   for f in $(ls "$KB/level$level"/*.py | sort -V); do
     stem=$(basename "$f" .py)
     [ -n "${PROBLEMS:-}" ] && ! [[ " $PROBLEMS " == *" $stem "* ]] && continue
-    grep -q "^level$level/$stem	" "$WORK/coverage.tsv" || echo "$f"
+    grep -q "^level$level/$stem	" "$WORK/coverage.tsv" && continue
+    grep -qxF "$f" "$WORK/alone.txt" 2>/dev/null || echo "$f"  # those left to run alone come after the rest
   done
 done | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$1"' _ {}
+if [ -s "$WORK/alone.txt" ]; then
+  sort -u "$WORK/alone.txt" > "$WORK/alone.todo"; : > "$WORK/alone.txt"
+  ALONE=1 xargs -P 1 -I{} bash -c 'one "$1"' _ {} < "$WORK/alone.todo"
+  # those the time cut off are taken again by the next call
+  while read -r f; do key=$(basename "$(dirname "$f")")/$(basename "$f" .py)
+    grep -q "^$key	" "$WORK/coverage.tsv" || echo "$f" >> "$WORK/alone.txt"; done < "$WORK/alone.todo"
+fi
 [ "$(( END - $(date +%s) ))" -lt 60 ] && echo "time is up: run again to go on" >> "$OUT/coverage.log"
 cp "$WORK/coverage.tsv" "$OUT/coverage.tsv"
 tar czf "$OUT/captures.tgz" -C "$WORK" captures

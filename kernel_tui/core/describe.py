@@ -53,7 +53,9 @@ def structural_change(before: str, after: str) -> str | None:
         old = a.get(kid)
         if old is None or old.value == knob.value:
             continue
-        if knob.kind in STRUCTURAL_KINDS:
+        if knob.kind == "warp_specialize":  # which loop, or none: the value is the move
+            words.append("warp specialization off" if knob.value == "off" else f"warp-specialized {knob.value}")
+        elif knob.kind in STRUCTURAL_KINDS:
             words.append(STRUCTURAL_WORDS.get(knob.kind, f"{knob.label}: {knob.value}"))
         else:
             moved.append(f"{knob.label} {old.value} -> {knob.value}")

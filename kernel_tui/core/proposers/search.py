@@ -52,9 +52,9 @@ generator, so a resumed run continues exactly where it stopped.
 On Triton's CPU interpreter (the run's device "cpu") a step of a knob the interpreter ignores
 (INTERPRETER_IGNORES: warps, stages, load hints, unrolling, tl.dot precision; the persistent grid, whose
 programs the interpreter runs one after another as it does one per tile; tensor-descriptor loads, no TMA unit
-there; split-K and its count, for the persistent grid's reason) is no step: it changes nothing the interpreter's
-time depends on (split-K only adds a little), so it is never proposed there, alone or beside another; the search
-says once which kinds it leaves out. Block sizes, tiling factors and the launch order change the work.
+there; split-K and its count, for the persistent grid's reason; warp specialization, a tl.range keyword it
+drops) is no step: it changes nothing the interpreter's time depends on (split-K only adds a little), so it is
+never proposed there, alone or beside another; the search says once which kinds it leaves out. Block sizes, tiling factors and the launch order change the work.
 """
 
 from __future__ import annotations

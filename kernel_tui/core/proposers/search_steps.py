@@ -50,6 +50,9 @@ FAVOURED_KINDS["latency"] |= {"split_k", "splits"}
 FAVOURED_KINDS["memory"] |= {"epilogue"}
 FAVOURED_KINDS["compute"] |= {"epilogue"}
 FAVOURED_KINDS["latency"] |= {"epilogue"}
+# Warp specialization (warp_specialize.py) where the multiply-adds bound the kernel: loads issued by warps of their
+# own keep the tensor cores' warps on the dot.
+FAVOURED_KINDS["compute"] |= {"warp_specialize"}
 
 
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
@@ -65,6 +68,8 @@ INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "
 # the programs one after another, so the same multiply-adds cost the same there, plus each split's store and the
 # reduction pass: always a little slower, whatever it would do on a GPU.
 INTERPRETER_IGNORES |= {"split_k", "splits"}
+# And warp specialization: a keyword of tl.range, which the interpreter drops with the others.
+INTERPRETER_IGNORES |= {"warp_specialize"}
 
 
 def _couples(action: Action, ratio: float) -> bool:

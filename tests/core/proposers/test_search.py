@@ -370,7 +370,7 @@ def test_the_incumbents_bottleneck_weights_the_knob_kinds_it_favours():
     ctx2 = ctx.model_copy(update={"round": 2, "bottleneck": "compute"})
     p.propose(ctx2)
     assert said == ["the incumbent is compute-bound: trying block, epilogue, grid, group, input_precision, k_mask, launch_order, loads, "
-                    "num_stages, num_warps, split_k knobs first"]
+                    "num_stages, num_warps, split_k, warp_specialize knobs first"]
     p.propose(ctx2.model_copy(update={"round": 3}))
     assert len(said) == 1  # said once, not every round
     fresh = SearchProposer(seed=0)

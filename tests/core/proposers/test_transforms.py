@@ -61,7 +61,7 @@ EXPECTED = {
         "loop:matmul_kernel:0:unroll": 1,
         "kernel:matmul_kernel:eviction_policy": "", "kernel:matmul_kernel:cache_modifier": "",
         "kernel:matmul_kernel:grid": "one program per tile", "kernel:matmul_kernel:loads": "pointers",
-        "kernel:matmul_kernel:split_k": "one pass over K",
+        "kernel:matmul_kernel:split_k": "one pass over K", "kernel:matmul_kernel:warp_specialize": "off",
     },
 }
 

@@ -22,6 +22,8 @@ without changing what the program computes:
   elements): applied to the GEMM's accumulator tile before its one store, straight into the second kernel's
   output (the scratch tensor, the second launch and the second kernel go);
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
+* which loop of a tl.dot kernel is warp-specialized (`tl.range(..., warp_specialize=True)`: the K loop, a
+  persistent grid's tile loop, or none), in a kernel of at least 4 warps;
 * the eviction policy and the cache modifier of a kernel's `tl.load`s.
 
 Every knob is found by an applicability check that errs on the side of offering less: a block that
@@ -36,7 +38,7 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
-`persistent`, `tensor_descriptors`, `split_k` and `epilogue` (the knob families; `epilogue_tail` reads the
+`persistent`, `tensor_descriptors`, `split_k`, `epilogue` and `warp_specialize` (the knob families; `epilogue_tail` reads the
 elementwise kernel an epilogue fusion moves), `constraints` (the sanity bounds).
 """
 

@@ -2,7 +2,7 @@
 the search uses (the knob assignment, the actions, their sanity bounds, applying one).
 
 The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_descriptors`, `split_k`,
-`epilogue`) and the sanity bounds (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
+`epilogue`, `warp_specialize`) and the sanity bounds (`constraints`) are mixins of Analysis: each finds its knobs or bounds from what discovery here recorded.
 """
 
 from __future__ import annotations
@@ -35,10 +35,12 @@ from kernel_tui.core.proposers.transforms.split_k import SplitK
 from kernel_tui.core.proposers.transforms.split_k import describe as describe_split_k
 from kernel_tui.core.proposers.transforms.tensor_descriptors import TensorDescriptorLoads
 from kernel_tui.core.proposers.transforms.text import Edit, SourceText, apply_edits
+from kernel_tui.core.proposers.transforms.warp_specialize import WarpSpecialization
+from kernel_tui.core.proposers.transforms.warp_specialize import describe as describe_warp_specialize
 
 
 class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SplitK,
-               EpilogueFusion, SanityBounds):
+               EpilogueFusion, WarpSpecialization, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -79,6 +81,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             self._tensor_descriptor_knobs()
             self._split_k_knobs()
             self._epilogue_knobs()
+            self._warp_specialize_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -157,6 +160,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             return describe_split_k(knob, self._kernel_count())
         if knob.kind == "epilogue":
             return describe_epilogue(knob)
+        if knob.kind == "warp_specialize":
+            return describe_warp_specialize(knob, new, self._kernel_count())
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
             return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"

@@ -31,11 +31,17 @@ MIN_ACCUMULATOR_PER_THREAD = 4
 SHARED_MEMORY_BYTES = 227 * 1024  # per block on an H100/H200
 OPERAND_BYTES = 2  # fp16/bf16 tiles staged in shared memory
 MIN_TRITON_FOR_UNROLL = (3, 2)  # tl.range(..., loop_unroll_factor=)
+# tl.range(..., warp_specialize=): in Triton's language since 3.3; from 3.4, as its tutorials use it on Hopper
+MIN_TRITON_FOR_WARP_SPECIALIZE = (3, 4)
+MIN_WARPS_TO_SPECIALIZE = 4  # Triton refuses a warp-specialized loop in a kernel of fewer warps (3.5 on)
 
 # Knobs whose change rewrites code rather than a literal: the source is analysed afresh after one
 STRUCTURAL_KINDS = frozenset({"launch_order", "k_mask", "grid", "loads"})
 STRUCTURAL_KINDS |= {"split_k"}  # split_k.py
 STRUCTURAL_KINDS |= {"epilogue"}  # epilogue.py
+# warp_specialize.py: a keyword, but a change of how the compiler splits the loop's work among warps, and a move
+# the agent should hear of with the others
+STRUCTURAL_KINDS |= {"warp_specialize"}
 # the constexpr the unmasked K loop adds (even_k.py), computed at launch from the block it guards
 EVEN_K_GUARD = "EVEN_K"
 # the constexpr the tensor-descriptor loads add (tensor_descriptors.py), computed at launch from the operands' layout
@@ -45,7 +51,8 @@ LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_f
 
 
 @functools.cache
-def triton_supports_unroll() -> bool:
+def triton_at_least(minimum: tuple[int, int]) -> bool:
+    """Whether the installed Triton is at least `minimum` (major, minor), read from its metadata."""
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # pragma: no cover
@@ -55,7 +62,15 @@ def triton_supports_unroll() -> bool:
     except PackageNotFoundError:
         return False
     nums = tuple(int(x) for x in re.findall(r"\d+", v)[:2])
-    return len(nums) == 2 and nums >= MIN_TRITON_FOR_UNROLL
+    return len(nums) == 2 and nums >= minimum
+
+
+def triton_supports_unroll() -> bool:
+    return triton_at_least(MIN_TRITON_FOR_UNROLL)
+
+
+def triton_supports_warp_specialize() -> bool:
+    return triton_at_least(MIN_TRITON_FOR_WARP_SPECIALIZE)
 
 
 @dataclass(frozen=True)
@@ -63,7 +78,7 @@ class Knob:
     id: str  # stable across edits: const:BLOCK_SIZE, launch:add_kernel:0:num_warps, kernel:k:eviction_policy
     kind: str  # block, factor, group, num_warps, num_stages, unroll, eviction_policy, cache_modifier, launch_order,
     # k_mask, grid, loads
-    # split_k, splits (split_k.py), epilogue (epilogue.py)
+    # split_k, splits (split_k.py), epilogue (epilogue.py), warp_specialize (warp_specialize.py)
     label: str  # how the change text names it
     value: int | str
     domain: tuple  # the values it may take (the assignment's constraints come on top)
