@@ -4,11 +4,12 @@
 #   KB: a folder holding KernelBench's level1/ and level2/ (git-ignored .kernelbench/: carry it)
 #   WORK (git-ignored .kt-inductor/): the imported tasks, what Inductor generated for each (captures/, the JSON
 #        of `start-from-inductor --keep-capture`: test data for the rewrite) and coverage.tsv, one line a problem:
-#        LEVEL/PROBLEM <tab> started|kept|refused|timeout <tab> the one line kernel-tui printed
+#        LEVEL/PROBLEM <tab> started|kept|refused|timeout|not imported <tab> the one line kernel-tui printed
 #   LEVELS (default "1 2"), PROBLEMS (stems; default every problem of LEVELS), LIMIT (seconds for the whole call,
 #   default 540), PER (seconds a problem, default 240), JOBS (problems at once, default 4: compiling and
 #   autotuning are mostly CPU work; the correctness checks share the GPU, which coverage does not time; a check
-#   that finds too little memory free beside the others is taken again alone at the end)
+#   that finds too little memory free beside the others, or a compile that runs out of it, is taken again alone
+#   at the end)
 # Writes $OUT/coverage.tsv, $OUT/coverage.log and $OUT/captures.tgz; carry WORK to the next call to go on.
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.kernelbench}; WORK=${WORK:-.kt-inductor}
@@ -19,7 +20,14 @@ one() {  # one problem file: import (eager), then torch.compile's kernels as the
   f=$1; level=$(basename "$(dirname "$f")"); key=$level/$(basename "$f" .py)
   left=$(( END - $(date +%s) )); [ "$left" -lt 60 ] && exit 0
   per=$(( left < PER ? left : PER )); task=$WORK/tasks/$key
-  [ -f "$task/task.json" ] || $PY -m kernel_tui import kernelbench "$f" --out "$task" --force > /dev/null 2>&1
+  if [ ! -f "$task/task.json" ]; then  # a problem the import refuses is counted with the import's own line
+    imported=$($PY -m kernel_tui import kernelbench "$f" --out "$task" --force 2>&1)
+    if [ ! -f "$task/task.json" ]; then
+      printf '%s\tnot imported\t%s\n' "$key" "$(printf '%s\n' "$imported" | tail -1 | tr '\t' ' ' | cut -c1-300)" \
+        >> "$WORK/coverage.tsv"
+      echo "$(date +%T) $key not imported" >> "$OUT/coverage.log"; return 0
+    fi
+  fi
   out=$(timeout "$per" $PY -m kernel_tui start-from-inductor "$task" --device "${DEVICE:-cuda}" --timeout "$per" \
         --keep-capture "$WORK/captures/${key/\//_}.json" 2>&1)
   rc=$?
@@ -30,8 +38,9 @@ one() {  # one problem file: import (eager), then torch.compile's kernels as the
     *:kept*) status=kept ;;
     *) status=refused; line=${line:-$(printf '%s\n' "$out" | tail -1)} ;;
   esac
-  # a check that found too little GPU memory free beside the other problems' is taken again alone, after them
-  if [ -z "${ALONE:-}" ] && [[ "$line" == *"does not fit in device memory"* ]]; then
+  # a check that found too little GPU memory free beside the other problems', or a compile that ran out of it,
+  # is taken again alone, after them
+  if [ -z "${ALONE:-}" ] && [[ "$line" == *"does not fit in device memory"* || "$line" == *OutOfMemoryError* ]]; then
     echo "$f" >> "$WORK/alone.txt"; echo "$(date +%T) $key again alone: too little memory beside the others" >> "$OUT/coverage.log"
     return 0
   fi

@@ -1,5 +1,5 @@
 """What the compiler made of a candidate's kernels: registers and spills per thread, shared memory, warps
-and stages, and the occupancy those allow on this GPU.
+and stages, the occupancy those allow on this GPU, and a digest of the machine code.
 
 Read in the worker after the candidate ran (every kernel it launched is compiled by then), from Triton's
 own caches of compiled kernels, found by attribute so that a Triton that keeps them elsewhere yields no
@@ -14,6 +14,8 @@ import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from kernel_tui.core.evaluator.machine_code import code_digest
 
 REG_UNIT = 256  # registers are allocated to a warp in units of 256
 WARP = 32
@@ -42,6 +44,7 @@ class KernelFacts(BaseModel):
     occupancy: float | None = None  # resident warps / the SM's maximum
     limited_by: str | None = None  # threads, registers, shared memory or blocks
     shape: str | None = None  # the task shape this variant was first compiled for (each shape may get its own)
+    code: str | None = None  # a digest of its machine code (machine_code.py): the same digest, the same program
 
     def summary(self) -> str:
         parts = [self.name + (f" [shape {self.shape}]" if self.shape else "")]
@@ -127,7 +130,7 @@ def facts_of(kernels: dict[str, Any], limits: DeviceLimits, shapes: FirstShapes 
         facts = KernelFacts(name=str(getattr(meta, "name", name) or name), registers=regs,
                             spills=_int(getattr(compiled, "n_spills", None)), shared_bytes=shared,
                             num_warps=warps, num_stages=_int(getattr(meta, "num_stages", None)),
-                            shape=shapes.first.get(id(compiled)) if shapes else None)
+                            shape=shapes.first.get(id(compiled)) if shapes else None, code=code_digest(compiled))
         if regs is not None and warps:
             blocks, occ, limiter = occupancy(regs, warps, shared or 0, limits)
             facts = facts.model_copy(update={"blocks_per_sm": blocks, "occupancy": occ, "limited_by": limiter})

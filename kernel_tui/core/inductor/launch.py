@@ -113,14 +113,19 @@ def derive_placeholders(generated: Generated, tensors: list[str]) -> list[str]:
 
 
 def _program_axis(value: ast.expr, block: str) -> int | None:
-    """n where `value` is `tl.program_id(n) * block`; OVERFLOW for Inductor's y axis spilling into z."""
+    """n where `value` is `tl.program_id(n) * block`, or `tl.program_id(n).to(tl.int64) * block` (Inductor's
+    64-bit indexing, where an index can pass 2**31); OVERFLOW for Inductor's y axis spilling into z."""
     if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and ast.unparse(value.right) == block):
         return None
-    if ast.unparse(value.left) == "tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)":
+    left = value.left
+    if (isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr == "to"
+            and [ast.unparse(a) for a in left.args] == ["tl.int64"] and not left.keywords):
+        left = left.func.value  # the cast widens the program's index; the axis it tiles is the same
+    if ast.unparse(left) == "tl.program_id(1) + tl.program_id(2) * tl.num_programs(1)":
         return OVERFLOW
-    if not (isinstance(value.left, ast.Call) and ast.unparse(value.left.func) == "tl.program_id"):
+    if not (isinstance(left, ast.Call) and ast.unparse(left.func) == "tl.program_id"):
         return None
-    args = value.left.args
+    args = left.args
     if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
         return args[0].value
     return None

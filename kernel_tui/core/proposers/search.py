@@ -67,6 +67,7 @@ from collections.abc import Callable
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, ProposerContext
 from kernel_tui.core.proposers.occupancy import at_occupancy
+from kernel_tui.core.proposers.same_program import same_program
 from kernel_tui.core.proposers.search_chains import (
     SmallGain,
     action_for,
@@ -227,7 +228,7 @@ class SearchProposer(SearchSteps):
             if self.resources is None or checks >= MAX_RESOURCE_CHECKS:
                 break
             facts = self.resources(chosen.source)
-            problem = resource_problem(facts)
+            problem = resource_problem(facts) or self._no_change(analysis, chosen, facts)
             if problem is None:
                 chosen = at_occupancy(chosen, facts)
                 break
@@ -365,11 +366,22 @@ class SearchProposer(SearchSteps):
         where `resources` gives them, else what its knob assignment says."""
         facts = None
         if self.resources is not None and analysis.dot_tiles(analysis.assignment):
-            h = source_hash(analysis.source)
-            if h not in self._facts:
-                self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
-            facts = self._facts[h]
+            facts = self._incumbent_facts(analysis)
         return ranked(analysis, candidates, self._kinds_of, self.bottleneck, facts, self.output_elements, self.sm_count)
+
+    def _incumbent_facts(self, analysis: Analysis) -> list[KernelFacts]:
+        """What the compiler made of the incumbent: one compile per incumbent (`resources` is given)."""
+        assert self.resources is not None
+        h = source_hash(analysis.source)
+        if h not in self._facts:
+            self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
+        return self._facts[h]
+
+    def _no_change(self, analysis: Analysis, chosen: Candidate, facts: list[KernelFacts]) -> str | None:
+        """Why a candidate is the incumbent's own program (same_program), or None."""
+        if not same_program(analysis, self._incumbent_facts(analysis), self._analyze(chosen.source), facts):
+            return None
+        return "it compiled to the incumbent's own machine code (the same launches and kernels): nothing to time"
 
     # --- values (the candidates are SearchSteps'; the backup and the choice, search_values') ---------------
     def _penalty(self, akey: str) -> float:

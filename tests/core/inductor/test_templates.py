@@ -18,7 +18,7 @@ from tests.conftest import DATA
 
 SAMPLES = DATA / "inductor_gpu"
 STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "linear_swish_scale", "softmax_rows",
-          "matmul_3d"]
+          "matmul_3d", "avg_pool2d_wide_index"]
 
 
 def captured(name: str) -> dict:
@@ -62,6 +62,18 @@ def test_a_template_is_a_plain_kernel_with_its_tiles_as_constants_and_its_grid_f
     assert "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr)" in source
     assert "[(triton.cdiv(s85, BLOCK_M_0) * triton.cdiv(s86, BLOCK_N_0), 1, 1)]" in source
     assert "num_warps=8, num_stages=2" in source  # the template decorator's choice
+
+
+def test_a_kernel_with_64_bit_indexing_keeps_its_grid():
+    # Inductor widens the program's index (`tl.program_id(0).to(tl.int64) * XBLOCK`) where an index can pass 2**31
+    # (L1-45's 16x64x2048x2048 input); the axis is still x, its programs cdiv(xnumel, XBLOCK)
+    source = start("avg_pool2d_wide_index")
+    assert "xoffset = tl.program_id(0).to(tl.int64) * XBLOCK" in source
+    assert "[(triton.cdiv(triton_red_fused_avg_pool2d_0_xnumel, XBLOCK_0),)]" in source
+    code = captured("avg_pool2d_wide_index")["code"]
+    for cast in ("tl.program_id(0).to(tl.int32)", "tl.program_id(0).to(tl.int64, bitcast=True)"):
+        with pytest.raises(Refusal, match="xoffset is not tl.program_id"):  # any other cast: not read as an axis
+            start("avg_pool2d_wide_index", code.replace("tl.program_id(0).to(tl.int64)", cast))
 
 
 def test_a_batched_template_keeps_the_batch_axis():
