@@ -15,9 +15,14 @@ block that is a constexpr parameter is a module-level constant (`XBLOCK_0 = 1024
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernel_tui.core.inductor.generated import AssertSizeStride, Bind, Generated, Kernel, Refusal, Unpack, kernel_function
+
+if TYPE_CHECKING:
+    from kernel_tui.core.task import TaskSpec
 
 PREFIXES = ("x", "y", "z")
 OVERFLOW = -1
@@ -110,6 +115,30 @@ def derive_placeholders(generated: Generated, tensors: list[str]) -> list[str]:
             raise Refusal(f"graph argument {placeholder} is neither a tensor nor a size of one: name it in placeholders")
         result.append(f"{where[0]}.shape[{where[1]}]")
     return result
+
+
+def symbol_values(generated: Generated, placeholders: list[str], spec: TaskSpec) -> list[dict[str, int]]:
+    """Each size symbol of the generated call at each of the task's shapes. A symbol is the size of a task tensor
+    that an assert_size_stride names (`s35` in `(s35, s27)` of the weight), or a placeholder that is one, bound
+    to a symbol or not (`s87 = arg0_1`, where arg0_1 is `x.shape[1]`)."""
+    unpacked = next((op.names for op in generated.of(Unpack)), ())
+    by_arg: dict[str, str] = dict(zip(unpacked, placeholders))
+    symbol_of: dict[str, str] = {op.expr: op.name for op in generated.of(Bind)}
+    tensors = {t.name: t for t in spec.tensors}
+    found = []
+    for case in spec.all_shapes():
+        env: dict[str, int] = {}
+        for arg, placeholder in by_arg.items():
+            size = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", placeholder)
+            if size and size.group(1) in tensors:
+                env[symbol_of.get(arg, arg)] = spec.tensor_shape(tensors[size.group(1)], case.dims)[int(size.group(2))]
+        for op in generated.of(AssertSizeStride):
+            tensor = tensors.get(by_arg.get(op.name, ""))
+            if tensor is not None:
+                shape = spec.tensor_shape(tensor, case.dims)
+                env.update({s: n for s, n in zip(op.sizes, shape) if s.isidentifier()})
+        found.append(env)
+    return found
 
 
 def _program_axis(value: ast.expr, block: str) -> int | None:

@@ -56,8 +56,9 @@ from kernel_tui.core.inductor.launch import (
     config_for,
     derive_placeholders,
     grid_axes,
+    symbol_values,
 )
-from kernel_tui.core.inductor.symbolic import is_contiguous, same_numel
+from kernel_tui.core.inductor.symbolic import contiguous_at, is_contiguous, same_numel
 from kernel_tui.core.inductor.template import body_constants, template_grid
 
 if TYPE_CHECKING:
@@ -204,10 +205,15 @@ def _views_to_alloc(expr: str, generated: Generated) -> tuple[str, list[View]]:
     return expr, views
 
 
-def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
+def _output_buffers(generated: Generated, outputs: list[str],
+                    task_sizes: list[dict[str, int]] | None = None) -> dict[str, str]:
     """Each returned buffer's allocation -> the task output it becomes. A returned view of an allocation counts
     where every view on the way is row-major over the same elements (a reshape): the output then stands for the
-    allocation."""
+    allocation. Row-major means at random sizes, or at each of the task's own (`task_sizes`: every size
+    symbol's value at each task shape), where the check on the device then confirms it."""
+
+    def row_major(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:
+        return is_contiguous(sizes, strides) or contiguous_at(sizes, strides, task_sizes or [])
     allocs = {op.name: op for op in generated.of(Alloc)}
     returns = generated.of(Return)
     returned = list(returns[-1].exprs) if returns else []
@@ -219,8 +225,8 @@ def _output_buffers(generated: Generated, outputs: list[str]) -> dict[str, str]:
         root, views = _views_to_alloc(expr, generated)
         alloc = allocs.get(root)
         reshapes = alloc is not None and all(
-            v.offset == "0" and is_contiguous(v.sizes, v.strides) and same_numel(v.sizes, alloc.sizes) for v in views)
-        if alloc is None or not is_contiguous(alloc.sizes, alloc.strides) or alloc.name in chosen or not reshapes:
+            v.offset == "0" and row_major(v.sizes, v.strides) and same_numel(v.sizes, alloc.sizes) for v in views)
+        if alloc is None or not row_major(alloc.sizes, alloc.strides) or alloc.name in chosen or not reshapes:
             raise Refusal(f"returned {expr.split('(')[0]}{'(...)' if '(' in expr else ''} is not a plain row-major "
                           f"buffer to write {out} through, and the policy allows no copy into an output: "
                           "keep the eager start")
@@ -295,15 +301,17 @@ def rewrite(
     configs: dict[str, dict] | None = None,
     single_shape: bool = False,
     notes: list[str] | None = None,
+    task_sizes: list[dict[str, int]] | None = None,
 ) -> str:
     """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager.
-    `notes` gets a line for what the check must settle (kernels with a size fixed at the captured shape)."""
+    `notes` gets a line for what the check must settle (kernels with a size fixed at the captured shape).
+    `task_sizes`: each size symbol's value at each of the task's shapes (start.symbol_values), where known."""
     _refuse_unsupported(generated)
     for kernel in generated.kernels.values():  # a kernel's own refusal first: it says the most
         rewrite_kernel(kernel, single_shape=single_shape)
     env = _placeholder_env(generated, placeholders)
     host = _Host(generated, env, _device(generated, env))
-    _host_body(host, _output_buffers(generated, outputs), configs)
+    _host_body(host, _output_buffers(generated, outputs, task_sizes), configs)
     if not host.launched:
         raise Refusal("the generated call() launches no Triton kernel: keep the eager start")
     _refuse_mixed_offsets(host)
@@ -330,11 +338,13 @@ def rewrite_for_task(source: str, spec: TaskSpec, tensors: list[str], configs: d
     """The start for a task from one generated module: `tensors` names the task tensors the graph takes, in
     order; its outputs, launch order and shape count come from the task."""
     generated = parse_generated(source)
+    placeholders = derive_placeholders(generated, tensors)
     return rewrite(
         generated,
         launch_arguments=list(spec.launch_arguments),
-        placeholders=derive_placeholders(generated, tensors),
+        placeholders=placeholders,
         outputs=[t.name for t in spec.tensors if t.kind == "output"],
         configs=configs,
         single_shape=len({tuple(sorted(c.dims.items())) for c in spec.all_shapes()}) == 1,
+        task_sizes=symbol_values(generated, placeholders, spec),
     )

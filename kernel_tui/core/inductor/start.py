@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel_tui.core.inductor.generated import AssertSizeStride, Generated, Refusal, Unpack, parse_generated
+from kernel_tui.core.inductor.launch import symbol_values
 from kernel_tui.core.inductor.rewrite import rewrite
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
         configs=captured.get("configs") or None,
         single_shape=single_shape,
         notes=static,
+        task_sizes=symbol_values(generated, list(captured["placeholders"]), spec),
     )
     if device == "cpu":
         gap = interpreter_gap(source)

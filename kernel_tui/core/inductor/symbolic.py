@@ -12,12 +12,17 @@ import random
 LAYOUT_DRAWS, LAYOUT_TRIES = 2, 8
 
 
-def _value(node: ast.AST, env: dict[str, int], high: int) -> int:
+def _value(node: ast.AST, env: dict[str, int], high: int | None) -> int:
     """An integer size expression (names, literals, + - * // %, max, min) at one assignment of its symbols, each
-    drawn from 3..high; env["_draw"] (the draw's number) seeds them."""
+    drawn from 3..high where env has none yet; env["_draw"] (the draw's number) seeds them. With `high` None
+    every symbol must be in env (a ValueError otherwise)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.Name):
+        if high is None:
+            if node.id not in env:
+                raise ValueError(node.id)
+            return env[node.id]
         return env.setdefault(node.id, random.Random(f"{node.id}/{env.get('_draw', 0)}").randint(3, high))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_value(node.operand, env, high)
@@ -65,17 +70,34 @@ def same_numel(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return draws is not None and all(math.prod(na) == math.prod(nb) for na, nb in draws)
 
 
+def _row_major(dims: list[int], steps: list[int]) -> bool:
+    expect = 1
+    for dim, step in reversed(list(zip(dims, steps))):
+        if dim != 1 and step != expect:
+            return False
+        expect *= dim
+    return True
+
+
 def is_contiguous(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:
     """Row-major strides for these sizes, at two draws of the symbols' values."""
     if len(sizes) != len(strides):
         return False
     draws = _layout_draws(sizes, strides)
-    if draws is None:
+    return draws is not None and all(_row_major(dims, steps) for dims, steps in draws)
+
+
+def contiguous_at(sizes: tuple[str, ...], strides: tuple[str, ...], envs: list[dict[str, int]]) -> bool:
+    """Row-major strides for these sizes at each of `envs` (every symbol's value at one of the task's shapes), where
+    a random draw can break a layout the task's sizes keep: GroupNorm's row stride `16*(C//16)` is C for every
+    C its 16 groups divide, and the reference itself refuses any other C. False where a symbol has no value."""
+    if len(sizes) != len(strides) or not envs:
         return False
-    for dims, steps in draws:
-        expect = 1
-        for dim, step in reversed(list(zip(dims, steps))):
-            if dim != 1 and step != expect:
-                return False
-            expect *= dim
+    for env in envs:
+        try:
+            dims, steps = ([_value(ast.parse(e, mode="eval").body, env, None) for e in group] for group in (sizes, strides))
+        except (ValueError, SyntaxError):
+            return False
+        if not _row_major(dims, steps):
+            return False
     return True

@@ -131,3 +131,47 @@ def test_a_view_into_the_middle_of_a_buffer_is_refused_where_no_kernel_takes_it(
     with pytest.raises(Refusal) as exc:
         start("matmul_3d", code)
     assert "buf9, a view into the middle of a buffer, is used other than as a kernel's argument" in str(exc.value)
+
+
+def test_an_output_row_major_at_every_task_shape_is_written_straight_through(tmp_path: Path):
+    """L2-30 (gemm_group_norm_hardtanh): the returned buffer's row stride is `max(1, 16*(s35 // 16))`, which random
+    sizes break but every channel count GroupNorm's 16 groups accept keeps: judged at the task's own shapes, the
+    output is written straight through; the check on the device then confirms it at each one."""
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.inductor import symbolic
+    from kernel_tui.core.inductor.launch import symbol_values
+    from kernel_tui.core.task import load_task
+
+    name = "gemm_group_norm_hardtanh"
+    spec, cap = load_spec(SAMPLES / name / "task.json"), captured(name)
+    generated = parse_generated(cap["code"])
+    sizes = symbol_values(generated, cap["placeholders"], spec)
+    assert [env["s35"] for env in sizes] == [8192, 64, 64]  # the channels: gemm_weight's first size
+    assert [env["s77"] for env in sizes] == [1024, 32, 31]  # the rows: x's first size
+    stride = ("s77", "s35"), ("max(1, 16*(s35 // 16))", "1")
+    assert not symbolic.is_contiguous(*stride)  # at random draws
+    assert symbolic.contiguous_at(*stride, sizes)
+    assert not symbolic.contiguous_at(*stride, [*sizes, {"s77": 8, "s35": 40}])  # 40 channels: rows 32 apart
+    assert not symbolic.contiguous_at(*stride, [{"s77": 8}])  # a symbol without a value decides nothing
+
+    def start_from(task_sizes):
+        small = {k.name: {"kwargs": {"XBLOCK": 1, "R0_BLOCK": 16}, "num_warps": 4, "num_stages": 1}
+                 for k in generated.kernels.values() if k.heuristic == "reduction"}
+        return rewrite(generated, launch_arguments=list(spec.launch_arguments), placeholders=cap["placeholders"],
+                       outputs=["out"], configs={**cap["configs"], **small}, task_sizes=task_sizes)
+
+    with pytest.raises(Refusal, match="returned buf4 is not a plain row-major buffer"):
+        start_from(None)
+    source = start_from(sizes)
+    assert "buf4" not in source and ", out, s35, " in source  # the pointwise kernel stores into the output
+    assert check_source(source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
+                        tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"]).ok
+    root = tmp_path / name
+    shutil.copytree(SAMPLES / name, root)
+    (root / "baseline.py").write_text(source)
+    evaluator = Evaluator(load_task(root), device="cpu")
+    try:
+        result = evaluator.check(source)
+    finally:
+        evaluator.close()
+    assert result.status.value == "ok", result.reason
