@@ -5,7 +5,6 @@ one line."""
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from kernel_tui.core.inductor import Refusal, derive_placeholders, parse_generated, rewrite, rewrite_for_task
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.proposers.transforms import analyze
-from tests.core.inductor.support import generated_source, spec_of, task_dir, tensors_of
+from tests.core.inductor.support import check_on_interpreter, generated_source, spec_of, task_dir, tensors_of
 
 SUPPORTED = [("scale_leaky_relu", "dynamic"), ("gelu", "dynamic"), ("softmax_rows", "dynamic"),
              ("rms_norm", "dynamic"), ("transpose_scale", "dynamic"), ("softmax_one_shape", "static")]
@@ -34,20 +33,7 @@ def test_the_baseline_passes_the_policy(name, kind):
 
 @pytest.mark.parametrize("name, kind", SUPPORTED)
 def test_the_baseline_is_correct_on_the_interpreter(name, kind, tmp_path: Path):
-    from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.task import load_task
-
-    root = tmp_path / name
-    shutil.copytree(task_dir(name), root)
-    source = baseline(name, kind)
-    (root / "baseline.py").write_text(source)
-    evaluator = Evaluator(load_task(root), device="cpu")
-    try:
-        result = evaluator.check(source)
-    finally:
-        evaluator.close()
-    assert result.status.value == "ok", result.reason
-    assert result.cases and all(c.passed for c in result.cases)
+    check_on_interpreter(task_dir(name), baseline(name, kind), tmp_path)
 
 
 def test_symbols_come_from_the_tensors_sizes():
@@ -174,21 +160,6 @@ def small_reduction_start(name: str) -> str:
     return source
 
 
-def check_on_interpreter(name: str, source: str, tmp_path: Path) -> None:
-    from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.task import load_task
-
-    root = tmp_path / name
-    shutil.copytree(task_dir(name), root)
-    (root / "baseline.py").write_text(source)
-    evaluator = Evaluator(load_task(root), device="cpu")
-    try:
-        result = evaluator.check(source)
-    finally:
-        evaluator.close()
-    assert result.status.value == "ok", result.reason
-
-
 def test_welfords_running_variance_is_the_starts_own_and_correct(tmp_path: Path):
     """GroupNorm (tests/data/inductor/group_norm): Inductor's welford_reduce and welford become the start's own
     jit functions."""
@@ -196,14 +167,14 @@ def test_welfords_running_variance_is_the_starts_own_and_correct(tmp_path: Path)
     assert "triton_helpers" not in source and "welford_step(tmp1, tmp2_mean, tmp2_m2, tmp2_weight" in source
     assert "welford_along(tmp2_mean, tmp2_m2, tmp2_weight, 1)" in source and "def welford_merge(" in source
     assert "def larger_with_index(" not in source  # only the helpers a kernel calls
-    check_on_interpreter("group_norm", source, tmp_path)
+    check_on_interpreter(task_dir("group_norm"), source, tmp_path)
 
 
 def test_argmax_is_correct_with_the_starts_own_helpers(tmp_path: Path):
     source = small_reduction_start("argmax_dim1")
     assert "triton_helpers" not in source and "larger_with_index(_tmp2, _tmp2_index, tmp1, rindex)" in source
     assert "largest_with_index(_tmp2, _tmp2_index, 1)" in source and "def welford_step(" not in source
-    check_on_interpreter("argmax_dim1", source, tmp_path)
+    check_on_interpreter(task_dir("argmax_dim1"), source, tmp_path)
 
 
 TIES = """
@@ -331,7 +302,7 @@ def test_a_scan_carries_its_combine_function_and_its_running_total_across_blocks
     source = small_reduction_start("cumsum_dim1")
     assert "triton_helpers" not in source and "def _triton_helper_fn_add0(" in source
     assert "tl.associative_scan((tmp2,), 1, _triton_helper_fn_add0)" in source and "def select_one(" in source
-    check_on_interpreter("cumsum_dim1", source, tmp_path)
+    check_on_interpreter(task_dir("cumsum_dim1"), source, tmp_path)
 
 
 def test_a_zero_dimensional_buffer_is_allocated_with_empty_sizes(tmp_path: Path):
@@ -339,7 +310,7 @@ def test_a_zero_dimensional_buffer_is_allocated_with_empty_sizes(tmp_path: Path)
     two reductions and the division; its sizes are `()`, which the rewrite wrote as "(,)", no Python."""
     source = small_reduction_start("frobenius_norm")
     assert "torch.empty_strided((), (), dtype=torch.float32" in source
-    check_on_interpreter("frobenius_norm", source, tmp_path)
+    check_on_interpreter(task_dir("frobenius_norm"), source, tmp_path)
 
 
 def test_a_combine_function_two_kernels_name_alike_is_kept_once_or_renamed():
@@ -364,7 +335,7 @@ def test_a_kernel_writing_through_a_view_further_into_its_buffer_takes_the_buffe
     source = small_reduction_start("cumsum_exclusive")
     assert "as_strided" not in source and "out_ptr0_offset=1" in source
     assert "tl.store(out_ptr0 + out_ptr0_offset + (r0_1 + ks0 * x0)" in source
-    check_on_interpreter("cumsum_exclusive", source, tmp_path)
+    check_on_interpreter(task_dir("cumsum_exclusive"), source, tmp_path)
 
 
 def test_a_view_further_in_is_refused_where_it_is_more_than_a_kernels_argument():

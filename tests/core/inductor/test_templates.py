@@ -5,7 +5,6 @@ can move; a template the rewrite does not know is refused in one line."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from kernel_tui.core.policy import check_source
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec
 from tests.conftest import DATA
+from tests.core.inductor.support import check_on_interpreter
 
 SAMPLES = DATA / "inductor_gpu"
 STARTS = ["matmul_square", "batched_matmul", "linear_scale_leaky_relu", "linear_swish_scale", "softmax_rows",
@@ -34,24 +34,12 @@ def start(name: str, code: str | None = None) -> str:
 
 @pytest.mark.parametrize("name", STARTS)
 def test_the_start_passes_the_policy_and_is_correct_on_the_interpreter(name, tmp_path: Path):
-    from kernel_tui.core.evaluator import Evaluator
-    from kernel_tui.core.task import load_task
-
     spec = load_spec(SAMPLES / name / "task.json")
     source = start(name)
     report = check_source(source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
                           tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"])
     assert report.ok, report.violations
-    root = tmp_path / name
-    shutil.copytree(SAMPLES / name, root)
-    (root / "baseline.py").write_text(source)
-    evaluator = Evaluator(load_task(root), device="cpu")
-    try:
-        result = evaluator.check(source)
-    finally:
-        evaluator.close()
-    assert result.status.value == "ok", result.reason
-    assert result.cases and all(c.passed for c in result.cases)
+    check_on_interpreter(SAMPLES / name, source, tmp_path)
 
 
 def test_a_template_is_a_plain_kernel_with_its_tiles_as_constants_and_its_grid_from_them():
@@ -137,10 +125,8 @@ def test_an_output_row_major_at_every_task_shape_is_written_straight_through(tmp
     """L2-30 (gemm_group_norm_hardtanh): the returned buffer's row stride is `max(1, 16*(s35 // 16))`, which random
     sizes break but every channel count GroupNorm's 16 groups accept keeps: judged at the task's own shapes, the
     output is written straight through; the check on the device then confirms it at each one."""
-    from kernel_tui.core.evaluator import Evaluator
     from kernel_tui.core.inductor import symbolic
     from kernel_tui.core.inductor.launch import symbol_values
-    from kernel_tui.core.task import load_task
 
     name = "gemm_group_norm_hardtanh"
     spec, cap = load_spec(SAMPLES / name / "task.json"), captured(name)
@@ -166,12 +152,4 @@ def test_an_output_row_major_at_every_task_shape_is_written_straight_through(tmp
     assert "buf4" not in source and ", out, s35, " in source  # the pointwise kernel stores into the output
     assert check_source(source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
                         tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"]).ok
-    root = tmp_path / name
-    shutil.copytree(SAMPLES / name, root)
-    (root / "baseline.py").write_text(source)
-    evaluator = Evaluator(load_task(root), device="cpu")
-    try:
-        result = evaluator.check(source)
-    finally:
-        evaluator.close()
-    assert result.status.value == "ok", result.reason
+    check_on_interpreter(SAMPLES / name, source, tmp_path)
