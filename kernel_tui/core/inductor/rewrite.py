@@ -305,7 +305,7 @@ def rewrite(
 ) -> str:
     """The baseline source; raises Refusal (a ValueError) with one line where the start must stay eager.
     `notes` gets a line for what the check must settle (kernels with a size fixed at the captured shape).
-    `task_sizes`: each size symbol's value at each of the task's shapes (start.symbol_values), where known."""
+    `task_sizes`: each size symbol's value at each of the task's shapes (launch.symbol_values), where known."""
     _refuse_unsupported(generated)
     for kernel in generated.kernels.values():  # a kernel's own refusal first: it says the most
         rewrite_kernel(kernel, single_shape=single_shape)

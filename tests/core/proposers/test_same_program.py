@@ -73,3 +73,24 @@ def test_a_move_that_compiles_to_the_incumbents_code_costs_no_round():
     assert skipped == ["skipped before timing: warp-specialized K loop (tl.range warp_specialize=True): it compiled to "
                        "the incumbent's own machine code (the same launches and kernels): nothing to time"]
     assert p.outcomes[next(k for k in p.outcomes if "warp_specialize" in k)][1] == 1  # learned as a failure
+
+
+def test_the_incumbent_is_compiled_for_the_comparison_only_when_no_launch_moved():
+    from kernel_tui.core.proposers.search import state_key
+
+    base = baseline("vector_add")  # no tl.dot: nothing else asks for the incumbent's compile
+    asked: list[str] = []
+
+    def compiled(source: str) -> list[KernelFacts]:
+        asked.append(source)
+        return facts("same")
+
+    p = SearchProposer(seed=0, resources=compiled, device="cuda")
+    a = p._analyze(base)
+    candidates = p._candidates(a, state_key(a.assignment))
+    kinds = {c.key: {p.model.kinds.get(part.split("=", 1)[0]) for part in c.parts} for c in candidates}
+    block = next(c for c in candidates if kinds[c.key] == {"block"})
+    hint = next(c for c in candidates if kinds[c.key] == {"eviction_policy"})  # inside the kernel
+    assert p._no_change(a, block, facts("same")) is None and not asked  # BLOCK_SIZE moved: no compile
+    assert p._no_change(a, hint, facts("same")) is not None and asked == [base]
+    assert p._no_change(a, hint, facts("other")) is None and asked == [base]  # compiled once per incumbent
