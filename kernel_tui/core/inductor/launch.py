@@ -23,6 +23,7 @@ from kernel_tui.core.inductor.generated import AssertSizeStride, Bind, Generated
 
 if TYPE_CHECKING:
     from kernel_tui.core.task import TaskSpec
+    from kernel_tui.core.task.parts import TensorSpec
 
 PREFIXES = ("x", "y", "z")
 OVERFLOW = -1
@@ -117,6 +118,14 @@ def derive_placeholders(generated: Generated, tensors: list[str]) -> list[str]:
     return result
 
 
+def asserted_tensors(generated: Generated, placeholders: list[str], spec: TaskSpec) -> list[tuple[AssertSizeStride, TensorSpec]]:
+    """Each assert_size_stride of the generated call with the task tensor its graph argument is."""
+    unpacked = next((op.names for op in generated.of(Unpack)), ())
+    by_arg: dict[str, str] = dict(zip(unpacked, placeholders))
+    tensors = {t.name: t for t in spec.tensors}
+    return [(op, tensors[by_arg[op.name]]) for op in generated.of(AssertSizeStride) if by_arg.get(op.name) in tensors]
+
+
 def symbol_values(generated: Generated, placeholders: list[str], spec: TaskSpec) -> list[dict[str, int]]:
     """Each size symbol of the generated call at each of the task's shapes. A symbol is the size of a task tensor
     that an assert_size_stride names (`s35` in `(s35, s27)` of the weight), or a placeholder that is one, bound
@@ -125,6 +134,7 @@ def symbol_values(generated: Generated, placeholders: list[str], spec: TaskSpec)
     by_arg: dict[str, str] = dict(zip(unpacked, placeholders))
     symbol_of: dict[str, str] = {op.expr: op.name for op in generated.of(Bind)}
     tensors = {t.name: t for t in spec.tensors}
+    asserted = asserted_tensors(generated, placeholders, spec)
     found = []
     for case in spec.all_shapes():
         env: dict[str, int] = {}
@@ -132,11 +142,8 @@ def symbol_values(generated: Generated, placeholders: list[str], spec: TaskSpec)
             size = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", placeholder)
             if size and size.group(1) in tensors:
                 env[symbol_of.get(arg, arg)] = spec.tensor_shape(tensors[size.group(1)], case.dims)[int(size.group(2))]
-        for op in generated.of(AssertSizeStride):
-            tensor = tensors.get(by_arg.get(op.name, ""))
-            if tensor is not None:
-                shape = spec.tensor_shape(tensor, case.dims)
-                env.update({s: n for s, n in zip(op.sizes, shape) if s.isidentifier()})
+        for op, tensor in asserted:
+            env.update({s: n for s, n in zip(op.sizes, spec.tensor_shape(tensor, case.dims)) if s.isidentifier()})
         found.append(env)
     return found
 

@@ -214,6 +214,7 @@ def _output_buffers(generated: Generated, outputs: list[str],
 
     def row_major(sizes: tuple[str, ...], strides: tuple[str, ...]) -> bool:
         return is_contiguous(sizes, strides) or contiguous_at(sizes, strides, task_sizes or [])
+
     allocs = {op.name: op for op in generated.of(Alloc)}
     returns = generated.of(Return)
     returned = list(returns[-1].exprs) if returns else []

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernel_tui.core.inductor.generated import AssertSizeStride, Generated, Refusal, Unpack, parse_generated
-from kernel_tui.core.inductor.launch import symbol_values
+from kernel_tui.core.inductor.generated import Generated, Refusal, parse_generated
+from kernel_tui.core.inductor.launch import asserted_tensors, symbol_values
 from kernel_tui.core.inductor.rewrite import rewrite
 
 if TYPE_CHECKING:
@@ -72,13 +72,7 @@ def fixed_input_size(generated: Generated, placeholders: list[str], spec: TaskSp
     """Where Inductor compiled an input's size as the number it had at the captured shape (a max pooling's
     sequence length, say) although the task's shapes move it: the kernels would index that input with the
     captured size at every shape. One line naming it, or None."""
-    unpacked = next((op.names for op in generated.of(Unpack)), ())
-    by_arg = dict(zip(unpacked, placeholders))
-    tensors = {t.name: t for t in spec.tensors}
-    for op in generated.of(AssertSizeStride):
-        tensor = tensors.get(by_arg.get(op.name, ""))
-        if tensor is None:
-            continue
+    for op, tensor in asserted_tensors(generated, placeholders, spec):
         for axis, size in enumerate(op.sizes):
             if not size.isdigit():
                 continue

@@ -18,6 +18,8 @@ candidate, and never a wrong verdict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.transforms import Analysis
 
@@ -40,9 +42,11 @@ def _program(facts: list[KernelFacts]) -> list[tuple] | None:
     return sorted((f.name, f.code, f.num_warps, f.num_stages, f.shared_bytes) for f in facts)
 
 
-def same_program(incumbent: Analysis, incumbent_facts: list[KernelFacts], candidate: Analysis,
+def same_program(incumbent: Analysis, incumbent_facts: Callable[[], list[KernelFacts]], candidate: Analysis,
                  candidate_facts: list[KernelFacts]) -> bool:
-    """The candidate launches the incumbent's kernels the same way, and they compiled to the same machine code."""
+    """The candidate launches the incumbent's kernels the same way, and they compiled to the same machine code.
+    `incumbent_facts` is asked only when the launches and the candidate's code are known to compare: a moved
+    constant or launch option never needs the incumbent compiled."""
     program = _program(candidate_facts)
-    return (program is not None and program == _program(incumbent_facts)
-            and launch_text(candidate) == launch_text(incumbent))
+    return (program is not None and launch_text(candidate) == launch_text(incumbent)
+            and program == _program(incumbent_facts()))

@@ -67,7 +67,7 @@ from collections.abc import Callable
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
 from kernel_tui.core.proposers.base import Feedback, Proposal, ProposerContext
 from kernel_tui.core.proposers.occupancy import at_occupancy
-from kernel_tui.core.proposers.same_program import launch_text, same_program
+from kernel_tui.core.proposers.same_program import same_program
 from kernel_tui.core.proposers.search_chains import (
     SmallGain,
     action_for,
@@ -379,10 +379,7 @@ class SearchProposer(SearchSteps):
 
     def _no_change(self, analysis: Analysis, chosen: Candidate, facts: list[KernelFacts]) -> str | None:
         """Why a candidate is the incumbent's own program (same_program), or None."""
-        candidate = self._analyze(chosen.source)
-        if launch_text(candidate) != launch_text(analysis):  # a launch moved: the incumbent need not be compiled
-            return None
-        if not same_program(analysis, self._incumbent_facts(analysis), candidate, facts):
+        if not same_program(analysis, lambda: self._incumbent_facts(analysis), self._analyze(chosen.source), facts):
             return None
         return "it compiled to the incumbent's own machine code (the same launches and kernels): nothing to time"
 
