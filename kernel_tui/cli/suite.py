@@ -149,6 +149,10 @@ def main(args) -> int:
         f1 = next(f for f in summary.fast_p if f.p == 1.0)
         gm = f"{summary.geomean:.3g}x over {summary.geomean_over}" if summary.geomean is not None else "n/a"
         print(f"  vs {summary.side}: fast_1 = {f1.plain:.2f} (strict {f1.strict:.2f}) of {summary.total} tasks; geomean S {gm}")
+    if (i := suite.inductor) is not None:
+        median = f" (median S {i.median_past:.3g}x)" if i.median_past is not None else ""
+        print(f"  from torch.compile's kernels: {i.started} tasks, a version accepted over the start in {i.moved}, "
+              f"past torch.compile in {i.past}{median}, {i.past_strict} by the interval")
     flagged = sorted({t for summary in suite.summaries for t in summary.flagged})
     if flagged:
         print(f"  for a person to look at (S above {FLAG_SPEEDUP:g}x): {', '.join(flagged)}")

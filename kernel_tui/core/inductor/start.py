@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kernel_tui.core.inductor.generated import Generated, Refusal, parse_generated
 from kernel_tui.core.inductor.launch import asserted_tensors, symbol_values
 from kernel_tui.core.inductor.rewrite import rewrite
+from kernel_tui.core.task.parts import INDUCTOR_LABEL
 
 if TYPE_CHECKING:
     from kernel_tui.core.task.spec import TaskSpec
@@ -113,7 +114,7 @@ def inductor_start(task_dir: Path, device: str, timeout: float = 600.0, keep: Pa
         if gap:
             raise Refusal(f"the start calls {gap}, which Triton's CPU interpreter does not run (on a GPU it would "
                           "be checked): keep the eager start")
-    label = f"torch.compile's kernels (Inductor, torch {captured['torch']})"
+    label = INDUCTOR_LABEL.format(version=captured["torch"])
     notes = [f"captured on {captured['device_name']} at shape {captured['shape']!r}", *static]
     if captured.get("modules", 1) > 1:
         notes.append(f"the reference compiled to {captured['modules']} graphs; the start holds the first")

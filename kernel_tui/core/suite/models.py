@@ -84,6 +84,12 @@ class TaskResult(_Frozen):
     best_commit: str = ""
     best_is_baseline: bool = False  # no Triton version was accepted over the PyTorch starting point
     scored_round: int | None = None  # then: the round of the fastest correct candidate, scored instead
+    start: str = ""  # what the task started from, as task.json labels it ("" an unlabelled Triton baseline)
+    from_inductor: bool = False  # that start is torch.compile's own kernels (start-from-inductor)
+    # the run's final re-test of its start against its best (RunSummary.final_speedup), where it is about the
+    # best that was scored: how far the proposer moved past its start
+    over_start: float | None = None
+    over_start_shapes: dict[str, float] = Field(default_factory=dict)
     scored_verdict: str = ""  # and the gate's verdict on it, which names the shape where it lost
     eager: SideScore | None = None
     compile: SideScore | None = None
@@ -150,6 +156,19 @@ class SideSummary(_Frozen):
         return self.geomean_over > 0 or not self.unmeasured
 
 
+class InductorSummary(_Frozen):
+    """The tasks that started from torch.compile's own kernels: how many the proposer took past torch.compile.
+    Past: a version was accepted over the start, and the scoring's S against torch.compile is above 1 (strict:
+    its interval's lower bound is)."""
+
+    started: int  # tasks whose start is torch.compile's kernels (the denominator)
+    moved: int  # of them, with a version accepted over that start
+    past: int  # moved, and S against torch.compile above 1
+    past_strict: int  # moved, and the interval of S against torch.compile above 1
+    median_past: float | None = None  # the median S against torch.compile over the `past` tasks
+    median_over_start: float | None = None  # the median re-test S over the start, over the `moved` tasks
+
+
 class SuiteResult(_Frozen):
     tasks_dir: str
     out: str
@@ -160,6 +179,7 @@ class SuiteResult(_Frozen):
     tasks: list[TaskResult]
     summaries: list[SideSummary]
     timing_labels: list[str]
+    inductor: InductorSummary | None = None  # None: no task started from torch.compile's kernels
     environment: Environment | None = None
     interval_method: str = INTERVAL_METHOD
     thresholds: list[float] = Field(default_factory=lambda: list(THRESHOLDS))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernel_tui.core.report.records import merged_labels
 from kernel_tui.core.report.text import MISSING, cell
-from kernel_tui.core.suite.models import FLAG_SPEEDUP, SIDE_LABELS, SIDES, SideScore, SideSummary, SuiteResult
+from kernel_tui.core.suite.models import FLAG_SPEEDUP, SIDE_LABELS, SIDES, SideScore, SideSummary, SuiteResult, TaskResult
 from kernel_tui.core.suite.score import fast_p, measured
 
 FIGURE = "suite-fast_p.png"
@@ -117,6 +117,37 @@ def _side_lines(summary: SideSummary) -> list[str]:
     return lines
 
 
+def _section_inductor(s: SuiteResult) -> list[str]:
+    """Where tasks started from torch.compile's own kernels: how many the proposer took past torch.compile."""
+    i = s.inductor
+    if i is None:
+        return []
+    def share(n: int) -> str:
+        return f"{n} of {i.started} ({n / i.started:.0%})"
+
+    out = ["## Past torch.compile's own kernels", "",
+           f"- {i.started} of the {len(s.tasks)} task(s) started from torch.compile's kernels "
+           "(Inductor's Triton, rewritten as the task's start); the proposer worked from there",
+           f"- A version was accepted over that start in {share(i.moved)}"
+           + (f"; the run's final re-test (start against best, fresh processes) puts them at a median "
+              f"{_x(i.median_over_start)} over their start" if i.median_over_start is not None else ""),
+           f"- **Past torch.compile: {share(i.past)}** with S against torch.compile above 1"
+           + (f" (median {_x(i.median_past)})" if i.median_past is not None else "")
+           + f"; {share(i.past_strict)} with the interval's lower bound above 1",
+           "- A start scored with no version accepted over it is never counted past torch.compile, whatever its S: "
+           "that S compares two launch paths of the same kernels, not anything the proposer did",
+           ""]
+    return out
+
+
+def _over_start_cell(r: TaskResult) -> str:
+    if r.over_start is None:
+        return MISSING
+    shapes = (" (weighted; " + ", ".join(f"{cell(n)} {_x(v)}" for n, v in r.over_start_shapes.items()) + ")"
+              if r.over_start_shapes else "")
+    return f"{_x(r.over_start)}{shapes}"
+
+
 def _section_flags(s: SuiteResult) -> list[str]:
     flagged = {t for side in SIDES for t in s.summary(side).flagged}
     if not flagged:
@@ -132,13 +163,14 @@ def _section_flags(s: SuiteResult) -> list[str]:
 
 
 def _section_tasks(s: SuiteResult) -> list[str]:
-    out = ["## Tasks", "", "| task | result | rounds (accepted) | S vs eager [CI] | S vs torch.compile [CI] |",
-           "|---|---|---|---|---|"]
+    out = ["## Tasks", "", "| task | result | rounds (accepted) | S vs eager [CI] | S vs torch.compile [CI] | start | "
+           "best over start (re-test) |", "|---|---|---|---|---|---|---|"]
     for r in s.tasks:
         # a failure's reason is listed below the table; a correct task says which kernel was scored
         result = cell(r.outcome(verdict=True), 400) if r.correct else "failed"
         out.append(f"| {cell(r.task)} | {result} | {r.rounds} ({r.accepted}) | {_speedup_cell(r.eager)} | "
-                   f"{_speedup_cell(r.compile) if r.correct else MISSING} |")
+                   f"{_speedup_cell(r.compile) if r.correct else MISSING} | {cell(r.start) if r.start else 'Triton baseline'} | "
+                   f"{_over_start_cell(r)} |")
     failed = [r for r in s.tasks if not r.correct]
     if failed:
         out += ["", "Why tasks failed:", ""]
@@ -150,7 +182,7 @@ def render(s: SuiteResult, figure_note: str = "") -> str:
     head = [f"# Suite report: {Path(s.tasks_dir).name}", ""]
     if s.device == "cpu":
         head += [INTERPRETER_BANNER, ""]
-    return "\n".join(head + _section_setup(s) + _section_scores(s, figure_note) + _section_flags(s)
+    return "\n".join(head + _section_setup(s) + _section_scores(s, figure_note) + _section_inductor(s) + _section_flags(s)
                      + _section_tasks(s))
 
 

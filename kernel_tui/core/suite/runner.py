@@ -44,7 +44,7 @@ from kernel_tui.core.suite.models import (
     SuiteResult,
     TaskResult,
 )
-from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize
+from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize, summarize_inductor
 from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class SuiteRunner:
         return SuiteResult(
             tasks_dir=str(o.tasks_dir), out=str(o.out), device=o.device, proposer=o.proposer,
             max_steps=o.max_steps, runs=o.runs, tasks=results, summaries=[summarize(results, s) for s in SIDES],
-            timing_labels=labels, environment=env,
+            timing_labels=labels, inductor=summarize_inductor(results), environment=env,
         )
 
     # --- one task ---------------------------------------------------------------------------------
@@ -342,9 +342,27 @@ class SuiteRunner:
         base: dict = dict(task=key, device=o.device, runs=o.runs, max_steps=o.max_steps, proposer=o.proposer)
         if ws is not None:
             lines = ws.trajectory()
+            start = ws.task.spec.baseline
             base.update(name=ws.task.name, workspace=str(ws.root), rounds=len(lines),
-                        accepted=sum(ln.accepted for ln in lines), best_commit=ws.best.hexsha)
+                        accepted=sum(ln.accepted for ln in lines), best_commit=ws.best.hexsha,
+                        start=start.label or ("PyTorch eager" if start.language == "pytorch" else ""),
+                        from_inductor=start.from_inductor, **self._over_start(ws))
         return base
+
+    @staticmethod
+    def _over_start(ws: Workspace) -> dict:
+        """The run's final re-test of start against best, where it is about today's best (else nothing)."""
+        from kernel_tui.core.history import current_best
+        from kernel_tui.core.records import RunSummary
+
+        try:
+            summary = RunSummary.model_validate(ws.read_json("run_summary.json") or {})
+        except (KernelTuiError, ValidationError):
+            return {}
+        if summary.final_speedup is None or summary.best_commit != current_best(ws).commit:
+            return {}
+        return dict(over_start=summary.final_speedup,
+                    over_start_shapes=summary.final_shape_speedups if len(summary.final_shape_speedups) > 1 else {})
 
     def _failed(self, key: str, reason: str, ws: Workspace | None = None) -> TaskResult:
         """A failure of the run itself: not final, so a later suite tries the task again."""

@@ -32,6 +32,7 @@ from kernel_tui.core.suite.models import (
     SIDE_LABELS,
     THRESHOLDS,
     FastP,
+    InductorSummary,
     Side,
     SideScore,
     SideSummary,
@@ -163,4 +164,22 @@ def summarize(results: list[TaskResult], side: Side, thresholds: tuple[float, ..
     return SideSummary(
         side=side, total=len(values), unmeasured=unmeasured, fast_p=[fast_p(values, p) for p in thresholds],
         geomean=geomean(speedups), geomean_over=len(speedups), flagged=flagged,
+    )
+
+
+def summarize_inductor(results: list[TaskResult]) -> InductorSummary | None:
+    """How far the proposer took the tasks that started from torch.compile's own kernels; None without any.
+    A task counts as past torch.compile only when a version was accepted over that start: a start that scores
+    above torch.compile unmoved says something of the two launch paths, not of the search."""
+    started = [r for r in results if r.from_inductor]
+    if not started:
+        return None
+    moved = [r for r in started if r.correct and r.accepted > 0 and not r.best_is_baseline]
+    past = [r for r in moved if r.compile is not None and r.compile.speedup is not None and r.compile.speedup > 1]
+    strict = [r for r in past if r.compile is not None and r.compile.ci_low is not None and r.compile.ci_low > 1]
+    over = [r.over_start for r in moved if r.over_start is not None]
+    return InductorSummary(
+        started=len(started), moved=len(moved), past=len(past), past_strict=len(strict),
+        median_past=statistics.median(r.compile.speedup for r in past if r.compile and r.compile.speedup) if past else None,
+        median_over_start=statistics.median(over) if over else None,
     )

@@ -158,6 +158,10 @@ class ReferenceSpec(_Model):
     outputs: list[str] | None = None
 
 
+# How a start written from torch.compile's kernels is labelled (the screen, the reports and the suite read it)
+INDUCTOR_LABEL = "torch.compile's kernels (Inductor, torch {version})"
+
+
 class BaselineSpec(_Model):
     filename: str = "baseline.py"
     # "pytorch": an eager starting point, exempt from the policy; every candidate stays Triton.
@@ -165,6 +169,11 @@ class BaselineSpec(_Model):
     # what the start is, for people: the screen and the report name it ("torch.compile's kernels (Inductor,
     # torch 2.11)" for a start made by `kernel-tui start-from-inductor`)
     label: str = ""
+
+    @property
+    def from_inductor(self) -> bool:
+        """The start is torch.compile's own kernels (`kernel-tui start-from-inductor` wrote it)."""
+        return self.language == "triton" and self.label.startswith(INDUCTOR_LABEL.split(" (")[0])
 
 
 class GeneratorSpec(_Model):

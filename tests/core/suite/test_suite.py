@@ -24,6 +24,7 @@ from kernel_tui.core.compare import Comparison, RunSummary
 from kernel_tui.core.evaluator.labels import INTERPRETER_LABEL
 from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.records import ProposerInfo, TrajectoryLine
+from kernel_tui.core.records import RunSummary as RunRecord
 from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite import run as suite_run
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
@@ -37,6 +38,7 @@ from kernel_tui.core.suite.score import (
     measured,
     side_score,
     summarize,
+    summarize_inductor,
 )
 from kernel_tui.core.suite.sources import pytorch_source
 from kernel_tui.core.task import load_task
@@ -147,6 +149,11 @@ def test_every_task_is_scored_and_failures_count_in_the_total(ran):
         assert f.plain == pytest.approx(by_hand / len(suite.tasks))
     assert eager.fast_p[0].p == 0 and eager.fast_p[0].plain == pytest.approx(0.5)
     assert eager.geomean == pytest.approx(by[GOOD].eager.speedup)
+    # what each task started from, and the run's own re-test of that start against the scored best
+    assert (by[GOOD].start, by[BAD].start) == ("", "PyTorch eager") and not by[GOOD].from_inductor
+    summary = RunRecord.model_validate_json((ran["opts"].out / "workspaces" / GOOD / "run_summary.json").read_text())
+    assert by[GOOD].over_start == summary.final_speedup and summary.final_speedup is not None
+    assert suite.inductor is None  # no task started from torch.compile's kernels: no such section
 
 
 def test_suite_json_and_the_report_say_how_it_was_measured(ran):
@@ -724,3 +731,35 @@ def test_the_report_states_each_timing_method_once_with_its_measured_range(tmp_p
     text = suite_report.write_suite_report(suite, tmp_path)[0].read_text()
     methods = [ln for ln in text.splitlines() if ln.startswith("- Timing method:")]
     assert methods == [f"- Timing method: {label.format('3–5', '256–271')}"]
+
+
+INDUCTOR = "torch.compile's kernels (Inductor, torch 2.11.0)"
+
+
+def test_tasks_started_from_torch_compiles_kernels_count_past_it_only_when_the_search_moved_them(tmp_path):
+    def started(task, comp, accepted, over=None, **kw):
+        return result(task, score(3.0, 2.5), comp, **kw).model_copy(update={
+            "start": INDUCTOR, "from_inductor": True, "rounds": 5, "accepted": accepted, "over_start": over})
+
+    results = [
+        started("a", score(1.2, 1.05, "compile"), 2, 1.25),
+        started("b", score(1.03, 0.98, "compile"), 1, 1.04),  # past by its point estimate, not by its interval
+        started("c", score(1.1, 1.05, "compile"), 0, 1.0),  # the start itself, unmoved: not the search's doing
+        started("d", None, 0, solved=False),
+        result("e", score(2.0, 1.9), score(2.0, 1.9, "compile")),  # a hand-written Triton start
+    ]
+    got = summarize_inductor(results)
+    assert got is not None
+    assert (got.started, got.moved, got.past, got.past_strict) == (4, 2, 2, 1)
+    assert got.median_past == pytest.approx((1.2 + 1.03) / 2)
+    assert got.median_over_start == pytest.approx((1.25 + 1.04) / 2)
+    assert summarize_inductor(results[-1:]) is None
+    suite = suite_of(tmp_path, results).model_copy(update={"inductor": got})
+    text = suite_report.render(suite)
+    assert "## Past torch.compile's own kernels" in text
+    assert "4 of the 5 task(s) started from torch.compile's kernels" in text
+    assert "accepted over that start in 2 of 4 (50%)" in text and "median 1.15x over their start" in text
+    assert "**Past torch.compile: 2 of 4 (50%)** with S against torch.compile above 1 (median 1.11x)" in text
+    assert "1 of 4 (25%) with the interval's lower bound above 1" in text
+    assert f"| {INDUCTOR} | 1.25x |" in text and "| Triton baseline | — |" in text
+    assert "Past torch.compile" not in suite_report.render(suite_of(tmp_path, results[-1:]))
