@@ -8,11 +8,14 @@
 #   H100's memory: KernelBench's elementwise level-1 problems, 4096 x 393216, need 73 GiB, only an H200 has it),
 #   ROUNDS (default 5), LIMIT (seconds for the whole call, default 540; imports are cut at a third of it), DEVICE (default cuda)
 # Writes $OUT/suite.log (each line with its time), $OUT/suite.json, $OUT/suite-report.md, $OUT/eager.tsv and
-# $OUT/suite-work.tgz (WORK itself: the machine keeps nothing between calls, so unpack it here and carry WORK to the
-# next call to go on: `tar xzf suite-work.tgz`).
+# $OUT/suite-work.tgz (WORK without its workspaces' scratch and compile caches: the machine keeps nothing between
+# calls, so save it here as WORK.tgz, git-ignored, and carry that to the next call, which unpacks it; WORK itself
+# soon outgrows what a call may carry).
 set -u
 OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.kernelbench}
-WORK=${WORK:-.kt-inductor-suite}; mkdir -p "$WORK/tasks"; touch "$WORK/eager.tsv"
+WORK=${WORK:-.kt-inductor-suite}
+[ ! -d "$WORK" ] && [ -f "$WORK.tgz" ] && tar xzf "$WORK.tgz"
+mkdir -p "$WORK/tasks"; touch "$WORK/eager.tsv"
 PROBLEMS=${PROBLEMS:-"level1/1_Square_matrix_multiplication_ level1/2_Standard_matrix_multiplication_
   level1/9_Tall_skinny_matrix_multiplication_ level1/17_Matmul_with_transposed_B level1/44_Average_Pooling_1D
   level1/49_Max_reduction_over_a_dimension level1/95_CrossEntropyLoss level2/12_Gemm_Multiply_LeakyReLU
@@ -38,5 +41,5 @@ left=$(( limit - ($(date +%s) - start) - 30 ))  # 30 s kept for packing WORK
   >> "$OUT/suite.log"
 cp "$WORK/suite/suite.json" "$WORK/suite/suite-report.md" "$OUT/" 2>/dev/null
 cp "$WORK/eager.tsv" "$OUT/eager.tsv"
-tar czf "$OUT/suite-work.tgz" "$WORK"
+tar czf "$OUT/suite-work.tgz" --exclude="$WORK/suite/workspaces/*/.work" "$WORK"
 echo done

@@ -50,9 +50,33 @@ def template_function(kernel: Kernel) -> ast.FunctionDef:
                       "the rewrite knows (a convolution, say): keep the eager start")
     fn.body = [s for s in fn.body if not (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
                                           and s.target.id in constants)]
+    explicit_precision(fn)
     for name in MOVABLE:
         fn.args.args.append(ast.arg(name, ast.Attribute(ast.Name("tl", ast.Load()), "constexpr", ast.Load())))
     return fn
+
+
+def explicit_precision(fn: ast.FunctionDef) -> None:
+    """`tl.dot(a, b, allow_tf32=ALLOW_TF32)` with the body's `ALLOW_TF32: tl.constexpr = False` (or True) as
+    `tl.dot(a, b, input_precision="ieee")` (or "tf32"), in place: what Triton itself makes of that deprecated
+    flag, written out so that the search's precision moves can read it and offer "tf32x3" (three TF32 passes
+    on the tensor cores, near fp32's accuracy) for an fp32 GEMM that Inductor leaves on the FMA units. The
+    constexpr local goes once nothing else reads it. A flag that is not a literal stays as it is."""
+    flags = {stmt.target.id: stmt.value.value for stmt in fn.body
+             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+             and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is bool}
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot"):
+            continue
+        for kw in node.keywords:
+            value = kw.value
+            flag = (value.value if isinstance(value, ast.Constant) and type(value.value) is bool
+                    else flags.get(value.id) if isinstance(value, ast.Name) else None)
+            if kw.arg == "allow_tf32" and flag is not None:
+                kw.arg, kw.value = "input_precision", ast.Constant("tf32" if flag else "ieee")
+    read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    fn.body = [s for s in fn.body if not (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                                          and s.target.id in flags and s.target.id not in read)]
 
 
 def _rename(expr: str, env: dict[str, str]) -> str:

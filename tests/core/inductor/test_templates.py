@@ -83,6 +83,23 @@ def test_the_search_can_move_the_tiles_warps_and_stages():
     assert knobs["const:XBLOCK_1"].value == 1024  # the autotuned epilogue kernel's kept block
 
 
+def test_an_fp32_gemm_says_its_dot_precision_so_the_search_can_offer_the_tensor_cores():
+    # Inductor writes tl.dot(..., allow_tf32=ALLOW_TF32) with `ALLOW_TF32: tl.constexpr = False` for fp32; Triton
+    # reads that as input_precision="ieee" (the FMA units), and so does the start, written out
+    source = start("matmul_square")
+    assert 'tl.dot(a, b, input_precision="ieee", out_dtype=ACC_TYPE)' in source.replace("'", '"')
+    assert "allow_tf32" not in source and "ALLOW_TF32" not in source
+    knob = analyze(source).knobs["kernel:triton_tem_fused_mm_0:input_precision"]
+    assert knob.value == "ieee" and "tf32x3" in knob.domain
+    code = captured("matmul_square")["code"]
+    assert "ALLOW_TF32 : tl.constexpr = False" in code  # the capture as Inductor wrote it
+    tf32 = start("matmul_square", code.replace("ALLOW_TF32 : tl.constexpr = False", "ALLOW_TF32 : tl.constexpr = True"))
+    assert 'input_precision="tf32"' in tf32.replace("'", '"')
+    # a flag the rewrite cannot read as a literal stays Triton's to decide
+    kept = start("matmul_square", code.replace("allow_tf32=ALLOW_TF32", "allow_tf32=ALLOW_TF32 and EVEN_K"))
+    assert "allow_tf32=ALLOW_TF32 and EVEN_K" in kept and "ALLOW_TF32: tl.constexpr = False" in kept
+
+
 def test_a_grid_that_is_not_the_tile_count_is_refused():
     code = captured("matmul_square")["code"].replace("((127 + s85) // 128)*((127 + s86) // 128), 1, 1",
                                                      "((63 + s85) // 64)*((127 + s86) // 128), 1, 1")
