@@ -34,7 +34,15 @@ from kernel_tui.core.evaluator.memory import (
     free_bytes,
     is_out_of_memory,
 )
-from kernel_tui.core.evaluator.models import CaseResult, Environment, Status, WorkerRequest, WorkerResult, last_resort
+from kernel_tui.core.evaluator.models import (
+    UNCONFINED_REFUSAL,
+    CaseResult,
+    Environment,
+    Status,
+    WorkerRequest,
+    WorkerResult,
+    last_resort,
+)
 from kernel_tui.core.evaluator.protocol import Command, Reply, WorkerSetup
 from kernel_tui.core.evaluator.side import Side, SideFault
 
@@ -160,7 +168,7 @@ class Judge:
                 missing = unconfined(side.wait_confined(min(READY_SECONDS, self.timeout())))
                 if missing and not self.req.allow_unconfined and side.role != "probe":
                     return self.result(Status.evaluator_fault, (
-                        f"candidates would not be confined on this machine ({'; '.join(missing)}): nothing was "
+                        f"{UNCONFINED_REFUSAL} ({'; '.join(missing)}): nothing was "
                         "run; evaluate anyway with --unconfined (or KERNEL_TUI_SANDBOX=0)"), retry_smaller=False)
             order = sorted(self.sides.values(), key=lambda s: s.role != "probe")
             for side in order:

@@ -12,6 +12,10 @@ from kernel_tui.core.evaluator.memory import MemoryPlan, evaluator_out_of_memory
 from kernel_tui.core.evaluator.sandbox import SandboxPlan, SandboxReport
 from kernel_tui.core.gate import Verdict
 
+# How a worker or the judge begins its refusal to run code unconfined (a sandbox layer this machine lacks): a
+# fact of the machine, the same for every later run of the session
+UNCONFINED_REFUSAL = "candidates would not be confined on this machine"
+
 
 class Status(StrEnum):  # StrEnum: shown as its value ("ok"), in f-strings too
     ok = "ok"

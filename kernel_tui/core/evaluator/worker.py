@@ -29,7 +29,7 @@ from kernel_tui.core.evaluator.memory import (
     requested_bytes,
 )
 from kernel_tui.core.evaluator.memory import plan as memory_plan
-from kernel_tui.core.evaluator.models import Status, WorkerRequest, WorkerResult, last_resort
+from kernel_tui.core.evaluator.models import UNCONFINED_REFUSAL, Status, WorkerRequest, WorkerResult, last_resort
 from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply, for_profiled_process
 
 
@@ -210,7 +210,7 @@ def refusal(req: WorkerRequest, confined: SandboxReport) -> str | None:
     missing = unconfined(confined)
     if not missing or req.allow_unconfined or req.trusted:
         return None
-    return (f"candidates would not be confined on this machine ({'; '.join(missing)}): nothing was run; "
+    return (f"{UNCONFINED_REFUSAL} ({'; '.join(missing)}): nothing was run; "
             "profile anyway with --unconfined (or KERNEL_TUI_SANDBOX=0)")
 
 

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from kernel_tui.core.evaluator import Evaluator, Status
+from kernel_tui.core.evaluator.models import UNCONFINED_REFUSAL
 from kernel_tui.core.history import origin
 from kernel_tui.core.profile.models import Profile
 from kernel_tui.core.profile.ncu import (
@@ -140,6 +141,11 @@ class Profiler:
             # would hold every later accepted round as long: say so once and stop
             self.off = (f"profiles are off for this session: the profiled run did not finish under ncu "
                         f"({result.reason}){'; ' + why if why else ''}")
+            return ProfileRecord(status="unavailable", reason=self.off, **base)
+        if result.status is Status.evaluator_fault and result.reason.startswith(UNCONFINED_REFUSAL):
+            # a sandbox layer this machine cannot give a profiled worker (root under ncu, say): every later
+            # profile would be refused alike, so say it once and stop asking
+            self.off = f"profiles are off on this machine: {result.reason}"
             return ProfileRecord(status="unavailable", reason=self.off, **base)
         if result.status is not Status.ok:
             said = f"; {why}" if why is not None and "==ERROR==" in log else ""  # ncu's own word says more

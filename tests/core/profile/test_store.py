@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_tui.core.evaluator import Evaluator
+from kernel_tui.core.evaluator import Evaluator, Status
 from kernel_tui.core.profile import parse_ncu_csv
 from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for, save, stored
 from kernel_tui.core.proposers import llm_tools
@@ -145,6 +145,33 @@ def test_no_access_to_the_counters_turns_profiles_off_once_with_one_line(vector_
     assert stored(ws, ws.baseline.hexsha) is None  # nothing is kept of a machine that cannot profile
     again = profiler.profile(ws.baseline.hexsha)
     assert again.status == "unavailable" and len(calls.read_text().splitlines()) == 1  # not tried again
+
+
+def test_a_machine_that_cannot_confine_a_profiled_worker_turns_profiles_off_once(vector_add, tmp_path, monkeypatch):
+    # root under ncu has no user namespace: the worker refuses to run the version, and would refuse every later one
+    from kernel_tui.core.evaluator.models import UNCONFINED_REFUSAL, WorkerResult
+
+    ws, ev = vector_add
+    ncu, _ = fake_ncu(tmp_path, "vector_add.log")
+    profiler = gpu_profiler(ws, ev, ncu)
+    calls: list[str] = []
+    why = f"{UNCONFINED_REFUSAL} (user namespace: not under Nsight Compute as root): nothing was run"
+
+    def refused(source, *args, **kwargs):
+        calls.append(source)
+        return WorkerResult(status=Status.evaluator_fault, reason=why), ""
+
+    monkeypatch.setattr(ev, "profile", refused)
+    first = profiler.profile(ws.baseline.hexsha)
+    assert first.status == "unavailable" and profiler.off == f"profiles are off on this machine: {why}"
+    assert stored(ws, ws.baseline.hexsha) is None
+    assert profiler.profile(ws.baseline.hexsha).status == "unavailable" and len(calls) == 1  # not asked again
+    # any other fault of the evaluator is this version's failed profile, and the next version is profiled
+    other = gpu_profiler(Workspace.open(ws.root), Evaluator(ws.task, device="cpu", workdir=tmp_path / "e2"), ncu)
+    monkeypatch.setattr(other.evaluator, "profile", lambda *a, **k: (WorkerResult(status=Status.evaluator_fault,
+                                                                                  reason="out of memory"), ""))
+    assert other.profile(ws.baseline.hexsha).status == "failed" and other.off is None
+    other.evaluator.close()
 
 
 def record_sandbox(ev: Evaluator) -> list[str]:
