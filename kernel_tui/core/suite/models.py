@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kernel_tui.core.compare import Comparison
 from kernel_tui.core.evaluator.models import Environment
 from kernel_tui.core.records import now_iso
+from kernel_tui.core.task.parts import INDUCTOR_START
 
 Side = Literal["eager", "compile"]
 SIDES: tuple[Side, ...] = ("eager", "compile")
@@ -84,13 +85,12 @@ class TaskResult(_Frozen):
     best_commit: str = ""
     best_is_baseline: bool = False  # no Triton version was accepted over the PyTorch starting point
     scored_round: int | None = None  # then: the round of the fastest correct candidate, scored instead
+    scored_verdict: str = ""  # and the gate's verdict on it, which names the shape where it lost
     start: str = ""  # what the task started from, as task.json labels it ("" an unlabelled Triton baseline)
-    from_inductor: bool = False  # that start is torch.compile's own kernels (start-from-inductor)
     # the run's final re-test of its start against its best (RunSummary.final_speedup), where it is about the
     # best that was scored: how far the proposer moved past its start
     over_start: float | None = None
     over_start_shapes: dict[str, float] = Field(default_factory=dict)
-    scored_verdict: str = ""  # and the gate's verdict on it, which names the shape where it lost
     eager: SideScore | None = None
     compile: SideScore | None = None
     environment: Environment | None = None
@@ -129,6 +129,11 @@ class TaskResult(_Frozen):
 
     def side(self, side: Side) -> SideScore | None:
         return self.eager if side == "eager" else self.compile
+
+    @property
+    def from_inductor(self) -> bool:
+        """The task started from torch.compile's own kernels (`kernel-tui start-from-inductor` wrote its start)."""
+        return self.start.startswith(INDUCTOR_START)
 
 
 class FastP(_Frozen):

@@ -122,10 +122,11 @@ def _section_inductor(s: SuiteResult) -> list[str]:
     i = s.inductor
     if i is None:
         return []
+
     def share(n: int) -> str:
         return f"{n} of {i.started} ({n / i.started:.0%})"
 
-    out = ["## Past torch.compile's own kernels", "",
+    return ["## Past torch.compile's own kernels", "",
            f"- {i.started} of the {len(s.tasks)} task(s) started from torch.compile's kernels "
            "(Inductor's Triton, rewritten as the task's start); the proposer worked from there",
            f"- A version was accepted over that start in {share(i.moved)}"
@@ -137,7 +138,6 @@ def _section_inductor(s: SuiteResult) -> list[str]:
            "- A start scored with no version accepted over it is never counted past torch.compile, whatever its S: "
            "that S compares two launch paths of the same kernels, not anything the proposer did",
            ""]
-    return out
 
 
 def _over_start_cell(r: TaskResult) -> str:

@@ -346,7 +346,7 @@ class SuiteRunner:
             base.update(name=ws.task.name, workspace=str(ws.root), rounds=len(lines),
                         accepted=sum(ln.accepted for ln in lines), best_commit=ws.best.hexsha,
                         start=start.label or ("PyTorch eager" if start.language == "pytorch" else ""),
-                        from_inductor=start.from_inductor, **self._over_start(ws))
+                        **self._over_start(ws))
         return base
 
     @staticmethod

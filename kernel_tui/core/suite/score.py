@@ -175,11 +175,12 @@ def summarize_inductor(results: list[TaskResult]) -> InductorSummary | None:
     if not started:
         return None
     moved = [r for r in started if r.correct and r.accepted > 0 and not r.best_is_baseline]
-    past = [r for r in moved if r.compile is not None and r.compile.speedup is not None and r.compile.speedup > 1]
-    strict = [r for r in past if r.compile is not None and r.compile.ci_low is not None and r.compile.ci_low > 1]
+    values, _ = measured(moved, "compile")
+    past = [v for v in values if v is not None and v[0] > 1]
+    strict = [v for v in past if v[1] is not None and v[1] > 1]
     over = [r.over_start for r in moved if r.over_start is not None]
     return InductorSummary(
         started=len(started), moved=len(moved), past=len(past), past_strict=len(strict),
-        median_past=statistics.median(r.compile.speedup for r in past if r.compile and r.compile.speedup) if past else None,
+        median_past=statistics.median(v[0] for v in past) if past else None,
         median_over_start=statistics.median(over) if over else None,
     )

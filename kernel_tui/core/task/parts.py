@@ -159,7 +159,8 @@ class ReferenceSpec(_Model):
 
 
 # How a start written from torch.compile's kernels is labelled (the screen, the reports and the suite read it)
-INDUCTOR_LABEL = "torch.compile's kernels (Inductor, torch {version})"
+INDUCTOR_START = "torch.compile's kernels"
+INDUCTOR_LABEL = INDUCTOR_START + " (Inductor, torch {version})"
 
 
 class BaselineSpec(_Model):
@@ -169,11 +170,6 @@ class BaselineSpec(_Model):
     # what the start is, for people: the screen and the report name it ("torch.compile's kernels (Inductor,
     # torch 2.11)" for a start made by `kernel-tui start-from-inductor`)
     label: str = ""
-
-    @property
-    def from_inductor(self) -> bool:
-        """The start is torch.compile's own kernels (`kernel-tui start-from-inductor` wrote it)."""
-        return self.language == "triton" and self.label.startswith(INDUCTOR_LABEL.split(" (")[0])
 
 
 class GeneratorSpec(_Model):

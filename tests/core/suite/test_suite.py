@@ -739,7 +739,7 @@ INDUCTOR = "torch.compile's kernels (Inductor, torch 2.11.0)"
 def test_tasks_started_from_torch_compiles_kernels_count_past_it_only_when_the_search_moved_them(tmp_path):
     def started(task, comp, accepted, over=None, **kw):
         return result(task, score(3.0, 2.5), comp, **kw).model_copy(update={
-            "start": INDUCTOR, "from_inductor": True, "rounds": 5, "accepted": accepted, "over_start": over})
+            "start": INDUCTOR, "rounds": 5, "accepted": accepted, "over_start": over})
 
     results = [
         started("a", score(1.2, 1.05, "compile"), 2, 1.25),
