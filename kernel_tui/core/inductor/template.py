@@ -65,6 +65,7 @@ def explicit_precision(fn: ast.FunctionDef) -> None:
     flags = {stmt.target.id: stmt.value.value for stmt in fn.body
              if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
              and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is bool}
+    replaced: set[str] = set()
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot"):
             continue
@@ -73,10 +74,12 @@ def explicit_precision(fn: ast.FunctionDef) -> None:
             flag = (value.value if isinstance(value, ast.Constant) and type(value.value) is bool
                     else flags.get(value.id) if isinstance(value, ast.Name) else None)
             if kw.arg == "allow_tf32" and flag is not None:
+                if isinstance(value, ast.Name):
+                    replaced.add(value.id)
                 kw.arg, kw.value = "input_precision", ast.Constant("tf32" if flag else "ieee")
     read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     fn.body = [s for s in fn.body if not (isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-                                          and s.target.id in flags and s.target.id not in read)]
+                                          and s.target.id in replaced - read)]
 
 
 def _rename(expr: str, env: dict[str, str]) -> str:

@@ -89,6 +89,7 @@ def test_an_fp32_gemm_says_its_dot_precision_so_the_search_can_offer_the_tensor_
     source = start("matmul_square")
     assert 'tl.dot(a, b, input_precision="ieee", out_dtype=ACC_TYPE)' in source.replace("'", '"')
     assert "allow_tf32" not in source and "ALLOW_TF32" not in source
+    assert "USE_FAST_ACCUM: tl.constexpr = False" in source  # the template's other flags stay as they were
     knob = analyze(source).knobs["kernel:triton_tem_fused_mm_0:input_precision"]
     assert knob.value == "ieee" and "tf32x3" in knob.domain
     code = captured("matmul_square")["code"]
