@@ -11,6 +11,8 @@ import pytest
 
 from kernel_tui.core.inductor import Refusal, parse_generated, rewrite
 from kernel_tui.core.policy import check_source
+from kernel_tui.core.proposers.base import ProposerContext
+from kernel_tui.core.proposers.search import SearchProposer
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec
 from tests.conftest import DATA
@@ -92,6 +94,11 @@ def test_an_fp32_gemm_says_its_dot_precision_so_the_search_can_offer_the_tensor_
     assert "USE_FAST_ACCUM: tl.constexpr = False" in source  # the template's other flags stay as they were
     knob = analyze(source).knobs["kernel:triton_tem_fused_mm_0:input_precision"]
     assert knob.value == "ieee" and "tf32x3" in knob.domain
+    # the search's first move on this compute-bound fp32 GEMM (4096x4096 out, 132 SMs) is onto the tensor cores
+    first = SearchProposer(seed=0).propose(ProposerContext(round=1, best_source=source, baseline_source=source,
+                                                           history=[], bottleneck="compute", sm_count=132,
+                                                           output_elements=4096 * 4096))
+    assert first is not None and 'input_precision="tf32x3"' in first.source.replace("'", '"')
     code = captured("matmul_square")["code"]
     assert "ALLOW_TF32 : tl.constexpr = False" in code  # the capture as Inductor wrote it
     tf32 = start("matmul_square", code.replace("ALLOW_TF32 : tl.constexpr = False", "ALLOW_TF32 : tl.constexpr = True"))
