@@ -33,9 +33,12 @@ def _speedup_cell(score: SideScore | None) -> str:
         return f"unavailable: {cell(score.reason, 120)}"
     ci = f" [{_x(score.ci_low)}, {_x(score.ci_high)}]" if score.ci_low is not None else ""
     flag = " ⚑" if score.speedup is not None and score.speedup > FLAG_SPEEDUP else ""
-    shapes = (" (weighted; " + ", ".join(f"{cell(n)} {_x(v)}" for n, v in score.shape_speedups.items()) + ")"
-              if score.shape_speedups else "")
-    return f"{_x(score.speedup)}{ci}{flag}{shapes}"
+    return f"{_x(score.speedup)}{ci}{flag}{_shapes(score.shape_speedups)}"
+
+
+def _shapes(speedups: dict[str, float]) -> str:
+    """' (weighted; main 1.2x, small 0.9x)' beside an S taken over several benchmark shapes, else ''."""
+    return (" (weighted; " + ", ".join(f"{cell(n)} {_x(v)}" for n, v in speedups.items()) + ")") if speedups else ""
 
 
 def _share(fraction: float, count: int) -> str:
@@ -141,11 +144,7 @@ def _section_inductor(s: SuiteResult) -> list[str]:
 
 
 def _over_start_cell(r: TaskResult) -> str:
-    if r.over_start is None:
-        return MISSING
-    shapes = (" (weighted; " + ", ".join(f"{cell(n)} {_x(v)}" for n, v in r.over_start_shapes.items()) + ")"
-              if r.over_start_shapes else "")
-    return f"{_x(r.over_start)}{shapes}"
+    return MISSING if r.over_start is None else f"{_x(r.over_start)}{_shapes(r.over_start_shapes)}"
 
 
 def _section_flags(s: SuiteResult) -> list[str]:
