@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -76,11 +77,17 @@ class SuiteOptions:
         return self.candidates / task if self.candidates is not None else None
 
 
+def _natural(path: Path) -> list[tuple[int, str]]:
+    """A name's sort key with its digit runs compared as numbers (KernelBench's 2_… before 10_…)."""
+    # split() alternates text and digit runs, so two keys compare text with text and number with number
+    return [(int(part), "") if part.isdigit() else (0, part) for part in re.split(r"(\d+)", path.name)]
+
+
 def find_tasks(tasks_dir: Path) -> list[Path]:
-    """Every subdirectory holding task.json, in name order."""
+    """Every subdirectory holding task.json, in name order with numbers by value."""
     if not tasks_dir.is_dir():
         raise SuiteError(f"{tasks_dir}: no such directory")
-    tasks = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file())
+    tasks = sorted((p for p in tasks_dir.iterdir() if p.is_dir() and (p / "task.json").is_file()), key=_natural)
     if not tasks:
         raise SuiteError(f"{tasks_dir}: holds no task directories (subdirectories with a task.json)")
     return tasks

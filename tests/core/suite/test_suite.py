@@ -29,7 +29,7 @@ from kernel_tui.core.suite import report as suite_report
 from kernel_tui.core.suite import run as suite_run
 from kernel_tui.core.suite.models import THRESHOLDS, SideScore, SuiteResult, TaskResult
 from kernel_tui.core.suite.run import run_suite
-from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options, fastest_correct
+from kernel_tui.core.suite.runner import SuiteError, SuiteOptions, SuiteRunner, check_options, fastest_correct, find_tasks
 from kernel_tui.core.suite.score import (
     bootstrap_interval,
     describe_score,
@@ -228,6 +228,14 @@ def test_bad_input_is_one_line_before_anything_is_created(tmp_path):
     with pytest.raises(SuiteError, match="holds no task directories"):
         check_options(options(tmp_path, cands, cands))
     assert not (tmp_path / "out").exists()
+
+
+def test_tasks_run_in_name_order_with_numbers_by_value(tmp_path):
+    for name in ("12_Gemm", "1_Square", "9_Tall", "2_Standard", "notes"):
+        (tmp_path / name).mkdir()
+        if name != "notes":
+            (tmp_path / name / "task.json").write_text("{}")
+    assert [p.name for p in find_tasks(tmp_path)] == ["1_Square", "2_Standard", "9_Tall", "12_Gemm"]
 
 
 def test_the_command_line(tmp_path):
