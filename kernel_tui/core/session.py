@@ -137,6 +137,11 @@ class Session:
         baseline = self.ws.task.baseline_source
         pytorch = self.ws.task.baseline_is_pytorch  # the PyTorch starting point: exempt from the policy
         check = self.evaluator.check(baseline, trusted=pytorch)
+        if check.status is Status.cancelled or self.cancel.is_set():
+            # a stop is not a verdict on the baseline: nothing is recorded, and a resumed run checks it again
+            self.log("preflight: stopped before it finished; it runs again when the run resumes")
+            return Preflight(status="failed", reference="not checked", baseline="stopped before it finished",
+                             device=self.evaluator.device)
         ok = check.status is Status.ok
         reference = "ok" if check.status is not Status.invalid_task else check.reason
         pre = Preflight(
@@ -406,7 +411,8 @@ class Session:
                 self.log(f"repaired after a stop: {text}")
             pre = self.preflight()
         if pre.status != "ok":
-            self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=f"preflight failed: {pre.baseline}"))
+            missing = "stopped during the preflight" if self.cancel.is_set() else f"preflight failed: {pre.baseline}"
+            self.ws.write_json("agent-status.json", AgentStatus(status="incomplete", missing=missing))
             return None
         stopped: str | None = None
         self._first_round = self.ws.next_round()  # patience counts this run's rounds, not a resumed one's

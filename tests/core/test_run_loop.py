@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 from kernel_tui.core import events as ev
 from kernel_tui.core import session as session_module
 from kernel_tui.core.compare import Comparison
 from kernel_tui.core.decision import Decision
+from kernel_tui.core.evaluator.models import Status
 from kernel_tui.core.proposers.base import Proposal, ProposerContext
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.core.records import Preflight, ProposerInfo
@@ -226,3 +228,27 @@ def test_no_re_test_when_the_best_is_still_the_baseline(tmp_path, monkeypatch):
     assert any("none needed, the best is the baseline" in getattr(e, "text", "") for e in events)
     write_report(ws.root)
     assert "there is nothing to re-test, and S = 1 by definition" in (ws.root / "report.md").read_text()
+
+
+class StoppedInPreflight(StubEvaluator):
+    """The person stops the run while the baseline is being checked: the check comes back cancelled."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.stop = cancel
+
+    def check(self, source, trusted=False):
+        self.stop.set()
+        return SimpleNamespace(status=Status.cancelled, reason="cancelled")
+
+
+def test_a_stop_during_the_preflight_records_no_verdict_on_the_baseline(tmp_path):
+    ws = Workspace.create(FIXTURES / "vector_add", path=tmp_path / "ws")
+    cancel = threading.Event()
+    events: list[ev.Event] = []
+    session = Session(ws, StoppedInPreflight(cancel), ReplayProposer(CANDIDATES), Rejects(),  # type: ignore[arg-type]
+                      max_steps=2, cancel=cancel, on_event=events.append)
+    assert session.run(RunControl(cancel=cancel)) is None
+    assert ws.read_json("preflight.json") is None  # a resumed run checks the baseline again
+    assert ws.read_json("agent-status.json")["missing"] == "stopped during the preflight"
+    assert not any(isinstance(e, ev.PreflightEvent) for e in events)  # no "preflight failed" line anywhere
+    assert any("stopped before it finished" in getattr(e, "text", "") for e in events)
