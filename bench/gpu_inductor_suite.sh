@@ -5,7 +5,8 @@
 #   KB: KernelBench's level1/ and level2/ (git-ignored .kernelbench/: carry it)
 #   WORK (git-ignored .kt-inductor-suite/): tasks/ (one folder a problem), eager.tsv (those left out and why), suite/
 #   PROBLEMS: "level1/19_ReLU level2/12_Gemm_Multiply_LeakyReLU ..." (default: the twelve below, which fit an
-#   H100's memory: KernelBench's elementwise level-1 problems, 4096 x 393216, need 73 GiB, only an H200 has it),
+#   H100's memory: KernelBench's elementwise level-1 problems, 4096 x 393216, need 73 GiB, only an H200 has it;
+#   set but empty: no imports, only the suite over the tasks already in WORK),
 #   ROUNDS (default 5), LIMIT (seconds for the whole call, default 540; imports are cut at a third of it), DEVICE (default cuda)
 # Writes $OUT/suite.log (each line with its time), $OUT/suite.json, $OUT/suite-report.md, $OUT/eager.tsv and
 # $OUT/suite-work.tgz (WORK without its workspaces' scratch and compile caches: the machine keeps nothing between
@@ -16,7 +17,7 @@ OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.ker
 WORK=${WORK:-.kt-inductor-suite}
 [ ! -d "$WORK" ] && [ -f "$WORK.tgz" ] && tar xzf "$WORK.tgz"
 mkdir -p "$WORK/tasks"; touch "$WORK/eager.tsv"
-PROBLEMS=${PROBLEMS:-"level1/1_Square_matrix_multiplication_ level1/2_Standard_matrix_multiplication_
+PROBLEMS=${PROBLEMS-"level1/1_Square_matrix_multiplication_ level1/2_Standard_matrix_multiplication_
   level1/9_Tall_skinny_matrix_multiplication_ level1/17_Matmul_with_transposed_B level1/44_Average_Pooling_1D
   level1/49_Max_reduction_over_a_dimension level1/95_CrossEntropyLoss level2/12_Gemm_Multiply_LeakyReLU
   level2/40_Matmul_Scaling_ResidualAdd level2/59_Matmul_Swish_Scaling level2/76_Gemm_Add_ReLU level2/86_Matmul_Divide_GELU"}
