@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from kernel_tui.core.evaluator.evaluator import Evaluator
-from kernel_tui.core.evaluator.memory import MemoryPlan, host_free_bytes, plan
+from kernel_tui.core.evaluator.memory import MemoryPlan, fitting_plan, host_free_bytes
 from kernel_tui.core.evaluator.runner import package_paths, worker_env
 
 # Device-to-device copy of a 1 GiB buffer, counting bytes read and written, best of 20 after warm-up.
@@ -85,7 +85,8 @@ def memory_plans(evaluator: Evaluator) -> list[MemoryPlan]:
         free = min(free, evaluator.memory_budget)
     shapes = {case.name: case for case in spec.correctness_shapes(evaluator.device)}
     shapes.update({case.name: case for case, _ in spec.benchmark_shapes(evaluator.device)})
-    return [plan(spec, name, case.dims, free_bytes=free, l2_bytes=l2) for name, case in shapes.items()]
+    # as the judge plans, so that check-task refuses exactly what an evaluation would
+    return [fitting_plan(spec, name, case.dims, free_bytes=free, l2_bytes=l2) for name, case in shapes.items()]
 
 
 def measure(evaluator: Evaluator) -> dict:

@@ -30,6 +30,12 @@ DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 
 # Part of the free memory that no plan counts on: the allocator's rounding and fragmentation, Triton's
 # own buffers, another process's growth.
 HEADROOM = 0.10
+# The last resort, for a problem that even the smallest plan cannot fit beside a tenth kept free: a fixed amount
+# kept free instead. A tenth of an 80 GiB card is 8 GiB, far more than those causes need with the few
+# multi-GiB tensors of such a problem (the side processes' contexts are already out of the free memory measured):
+# KernelBench's 4096 x 393216 elementwise problems need 73.25 GiB under the smallest plan, and an H100 has
+# about 78 GiB free, 70.7 usable at a tenth. Never in a retry: that would plan more than the plan that ran out.
+LAST_RESORT_HEADROOM = 2 * GiB
 # Room left for what the reference and the kernels allocate beyond their arguments (an eager PyTorch
 # reference of several ops holds intermediates the size of its output): this many times one call's tensors,
 # and never less than MIN_WORKSPACE.
@@ -63,6 +69,7 @@ class MemoryPlan(BaseModel):
     budget_bytes: int  # free device memory when planned, less the headroom
     l2_bytes: int
     level: int = 0  # 0 the first plan; each retry after the evaluator ran out of memory is smaller
+    last_resort: bool = False  # the smallest plan with LAST_RESORT_HEADROOM kept free, not a tenth
 
     def peak_bytes(self, sets: int | None = None) -> int:
         n = self.max_sets if sets is None else sets
@@ -82,7 +89,8 @@ class MemoryPlan(BaseModel):
                 f"kernels + {gib(self.flush_bytes + self.scratch_bytes)} flush and scratch = "
                 f"{gib(self.peak_bytes(n))} of {gib(self.budget_bytes)} usable")
         if self.level:
-            text += f" (reduced plan, level {self.level})"
+            kept = f", {gib(LAST_RESORT_HEADROOM)} kept free" if self.last_resort else ""
+            text += f" (reduced plan, level {self.level}{kept})"
         return text
 
     def refusal(self) -> str:
@@ -131,9 +139,10 @@ def fill_bytes(spec: TaskSpec, dims: dict[str, int]) -> int:
 
 
 def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l2_bytes: int,
-         level: int = 0) -> MemoryPlan:
-    """The plan for timing `shape` with `free_bytes` of device memory free."""
-    level = min(level, MAX_LEVEL)
+         level: int = 0, last_resort: bool = False) -> MemoryPlan:
+    """The plan for timing `shape` with `free_bytes` of device memory free (`last_resort`: the smallest plan,
+    keeping LAST_RESORT_HEADROOM free where that is less than a tenth)."""
+    level = SMALLEST if last_resort else min(level, MAX_LEVEL)
     smallest = level >= SMALLEST
     inputs = _bytes_of(spec, dims, {t.kind for t in spec.tensors if t.is_argument_tensor})
     call = inputs + _bytes_of(spec, dims, {"output"})
@@ -142,7 +151,8 @@ def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l
     # the room for the kernels is free while the sets are built: it holds a fill's temporaries too
     workspace = max(MIN_WORKSPACE, WORKSPACE_CALLS * call, fill_bytes(spec, dims) - scratch)
     flush = max(2 * l2_bytes, FLUSH_MIN_BYTES) if l2_bytes else 0
-    budget = int(free_bytes * (1 - HEADROOM))
+    headroom = free_bytes * HEADROOM
+    budget = int(free_bytes - (min(headroom, LAST_RESORT_HEADROOM) if last_resort else headroom))
     if smallest:  # twice the room where the budget has it to give beyond one set, down to one call's where not
         least = max(MIN_WORKSPACE, call, fill_bytes(spec, dims) - scratch)
         workspace = max(least, min(2 * workspace, budget - one_set - scratch - flush))
@@ -153,7 +163,7 @@ def plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes: int, l
     return MemoryPlan(
         shape=shape, call_bytes=call, input_bytes=inputs, set_bytes=one_set, workspace_bytes=workspace,
         scratch_bytes=scratch, flush_bytes=flush, max_sets=int(max_sets), stale=not smallest,
-        budget_bytes=budget, l2_bytes=l2_bytes, level=level,
+        budget_bytes=budget, l2_bytes=l2_bytes, level=level, last_resort=last_resort,
     )
 
 
@@ -161,11 +171,16 @@ def fitting_plan(spec: TaskSpec, shape: str, dims: dict[str, int], *, free_bytes
                  level: int = 0) -> MemoryPlan:
     """The plan at `level`, or the smallest where that one cannot hold even one set: one set without the stale
     answer costs nothing a problem of several GB needs (it is cold in the L2 anyway), and refusing it would
-    leave such a problem unmeasurable (KernelBench's RMSNorm, 7 GiB in and out, on a 141 GB GPU)."""
+    leave such a problem unmeasurable (KernelBench's RMSNorm, 7 GiB in and out, on a 141 GB GPU). Where even
+    that cannot fit, and this is a first plan (not a retry), the last resort: the smallest with less kept free."""
     first = plan(spec, shape, dims, free_bytes=free_bytes, l2_bytes=l2_bytes, level=level)
     if first.fits or level >= SMALLEST:
         return first
-    return plan(spec, shape, dims, free_bytes=free_bytes, l2_bytes=l2_bytes, level=SMALLEST)
+    smallest = plan(spec, shape, dims, free_bytes=free_bytes, l2_bytes=l2_bytes, level=SMALLEST)
+    if smallest.fits or level > 0:
+        return smallest
+    squeezed = plan(spec, shape, dims, free_bytes=free_bytes, l2_bytes=l2_bytes, last_resort=True)
+    return squeezed if squeezed.fits else smallest  # a refusal says what the usual plan needs
 
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kb": 10**3, "kib": 2**10, "m": 2**20, "mb": 10**6, "mib": 2**20,

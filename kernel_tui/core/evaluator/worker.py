@@ -24,11 +24,11 @@ from kernel_tui.core.evaluator.memory import (
     MemoryPlan,
     blame_out_of_memory,
     first_line,
+    fitting_plan,
     free_bytes,
     is_out_of_memory,
     requested_bytes,
 )
-from kernel_tui.core.evaluator.memory import plan as memory_plan
 from kernel_tui.core.evaluator.models import UNCONFINED_REFUSAL, Status, WorkerRequest, WorkerResult, last_resort
 from kernel_tui.core.evaluator.sandbox import Guard, SandboxRefused, SandboxReport, apply, for_profiled_process
 
@@ -71,8 +71,8 @@ def run(req: WorkerRequest, workdir: Path, progress: _Progress, guard: Guard | N
     l2 = env.l2_bytes or (50 * 2**20 if req.device == "cuda" else 0)
     free = free_bytes(req.device, req.memory_budget)
 
-    def plan_for(case) -> MemoryPlan:
-        return memory_plan(spec, case.name, case.dims, free_bytes=free, l2_bytes=l2, level=req.memory_level)
+    def plan_for(case) -> MemoryPlan:  # as the judge plans: a problem it can time, this worker can run
+        return fitting_plan(spec, case.name, case.dims, free_bytes=free, l2_bytes=l2, level=req.memory_level)
 
     cand_dir = workdir / "candidate"
     cand_file = str(cand_dir / "kt_candidate.py")

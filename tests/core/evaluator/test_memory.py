@@ -13,6 +13,7 @@ from kernel_tui.core.errors import KernelTuiError
 from kernel_tui.core.evaluator import Evaluator
 from kernel_tui.core.evaluator import memory as mem
 from kernel_tui.core.evaluator.models import EvalResult, Status
+from kernel_tui.core.hardware import memory_plans
 from kernel_tui.core.proposers.replay import ReplayProposer
 from kernel_tui.core.session import Session
 from kernel_tui.core.task import load_task
@@ -97,6 +98,28 @@ def test_a_problem_whose_first_plan_cannot_fit_is_planned_smallest_instead_of_re
     assert not hopeless.fits and "does not fit" in hopeless.refusal()
 
 
+def test_the_last_resort_keeps_less_free_only_for_a_first_plan_that_would_be_refused():
+    # KernelBench's 4096 x 393216 elementwise problems: the smallest plan needs 73.25 GiB, and an H100 has about
+    # 78 GiB free, 70.7 usable with a tenth kept free. Here vector_add's three 4 GiB fp16 tensors the same way.
+    spec, dims = vector_add_spec(), {"rows": 65536, "cols": 32768}
+    need = mem.plan(spec, "big", dims, free_bytes=2**50, l2_bytes=60 * 2**20, level=mem.SMALLEST)
+    least = need.set_bytes + need.scratch_bytes + need.flush_bytes + need.call_bytes  # one call's room
+    free = math.ceil((least + mem.LAST_RESORT_HEADROOM) * 1.02)  # fits beside 2 GiB kept free, not beside a tenth
+    usual = mem.plan(spec, "big", dims, free_bytes=free, l2_bytes=60 * 2**20, level=mem.SMALLEST)
+    assert not usual.fits
+    got = mem.fitting_plan(spec, "big", dims, free_bytes=free, l2_bytes=60 * 2**20)
+    assert got.fits and got.last_resort and got.level == mem.SMALLEST and got.max_sets == 1 and not got.stale
+    assert got.budget_bytes == free - mem.LAST_RESORT_HEADROOM and got.peak_bytes(1) <= got.budget_bytes
+    assert got.workspace_bytes >= got.call_bytes and "2.00 GiB kept free" in got.summary()
+    # a retry after running out of memory never plans more than the plan before it: no last resort there
+    retry = mem.fitting_plan(spec, "big", dims, free_bytes=free, l2_bytes=60 * 2**20, level=1)
+    assert not retry.fits and not retry.last_resort
+    # where the usual plans fit, they are taken; where not even the last resort fits, the refusal is the usual one
+    assert not mem.fitting_plan(spec, "big", dims, free_bytes=2**50, l2_bytes=60 * 2**20).last_resort
+    hopeless = mem.fitting_plan(spec, "big", dims, free_bytes=least, l2_bytes=60 * 2**20)
+    assert not hopeless.fits and not hopeless.last_resort and hopeless.budget_bytes == int(least * (1 - mem.HEADROOM))
+
+
 def test_an_integer_inputs_fill_fits_in_the_room_the_plan_keeps():
     # integers are drawn as int64 and converted: an int8 input briefly needs nine times its size
     spec = vector_add_spec()
@@ -172,6 +195,20 @@ def test_a_small_fake_budget_forces_one_set_and_the_gate_still_decides(tmp_path)
     assert res.memory_retries == [] and res.peak_memory_bytes is None  # no GPU: no device peak
     roomy.close()
     small.close()
+
+
+def test_check_task_refuses_exactly_what_the_judge_would(tmp_path):
+    # a budget where the first plan cannot hold one set and the smallest can: the judge times there, so
+    # check-task's plans (memory_plans) must not say REFUSED
+    task = task_with_timed_shape(tmp_path)
+    step = 2**14
+    gap = next(b for b in range(budget_for_sets(task, 0.5), budget_for_sets(task, 1.0) + 2**20, step)
+               if not mem.plan(task.spec, "timed", TIMED, free_bytes=b, l2_bytes=0).fits
+               and mem.fitting_plan(task.spec, "timed", TIMED, free_bytes=b, l2_bytes=0).fits)
+    ev = Evaluator(task, device="cpu", memory_budget=gap)
+    (timed,) = [p for p in memory_plans(ev) if p.shape == "timed"]
+    assert timed.fits and timed.level == mem.SMALLEST
+    ev.close()
 
 
 def test_a_budget_below_one_set_is_refused_as_the_evaluators_fault(tmp_path):
