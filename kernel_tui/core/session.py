@@ -137,11 +137,9 @@ class Session:
         baseline = self.ws.task.baseline_source
         pytorch = self.ws.task.baseline_is_pytorch  # the PyTorch starting point: exempt from the policy
         check = self.evaluator.check(baseline, trusted=pytorch)
-        if check.status is Status.cancelled or self.cancel.is_set():
-            # a stop is not a verdict on the baseline: nothing is recorded, and a resumed run checks it again
+        if check.status is Status.cancelled or self.cancel.is_set():  # no verdict: nothing recorded, checked on resume
             self.log("preflight: stopped before it finished; it runs again when the run resumes")
-            return Preflight(status="failed", reference="not checked", baseline="stopped before it finished",
-                             device=self.evaluator.device)
+            return Preflight(status="failed", reference="not checked", baseline="stopped", device=self.evaluator.device)
         ok = check.status is Status.ok
         reference = "ok" if check.status is not Status.invalid_task else check.reason
         pre = Preflight(
@@ -298,8 +296,7 @@ class Session:
         line = TrajectoryLine(
             round=pending.round, change=pending.change, proposer=pending.proposer, commit=pending.commit,
             status="rejected_by_person", reason=reason or "rejected without a reason", accepted=False,
-            incumbent_commit=pending.best_commit, device=self.evaluator.device,
-        )
+            incumbent_commit=pending.best_commit, device=self.evaluator.device)
         self.ws.record_verdict(line)
         self.finish_round(line, rejected_by_person=True)
         return line
@@ -491,13 +488,10 @@ class Session:
             best_round=best.round or None, best_restored_from=best.restored_from,
             baseline_latency=baseline_latency(self.ws), best_latency=best.latency,
             final_speedup=comparison.score, final_median_paired_improvement=comparison.median_paired_improvement,
-            final_shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {}, stopped_because=stopped_because,
-        )
+            final_shape_speedups=comparison.shape_speedups if len(comparison.shape_speedups) > 1 else {}, stopped_because=stopped_because)
         self.ws.write_json("run_summary.json", summary)
-        if comparison.status is not Status.ok:
-            status = AgentStatus(status="incomplete", warnings=warnings, missing="final re-test")
-        else:
-            status = AgentStatus(status="complete_with_warning" if warnings else "complete", warnings=warnings)
+        status = (AgentStatus(status="incomplete", warnings=warnings, missing="final re-test") if comparison.status is not Status.ok
+                  else AgentStatus(status="complete_with_warning" if warnings else "complete", warnings=warnings))
         self.ws.write_json("agent-status.json", status)
         self.state = self.state.model_copy(update={"finished": True})
         self._save_state()
