@@ -29,7 +29,6 @@ from kernel_tui.core.events import (
     FinishedEvent,
     IdleEvent,
     LogEvent,
-    PreflightEvent,
     ProfileEvent,
     ProgressEvent,
     ProposalEvent,
@@ -38,6 +37,7 @@ from kernel_tui.core.events import (
 )
 from kernel_tui.core.gpus import cuda_health
 from kernel_tui.core.history import baseline_latency, current_best
+from kernel_tui.core.preflight import run_preflight
 from kernel_tui.core.profile.compare import summary_lines
 from kernel_tui.core.profile.store import Profiler, ProfileRecord, profiler_for
 from kernel_tui.core.profile.store import stored as stored_profile
@@ -125,49 +125,7 @@ class Session:
 
     # --- preflight ------------------------------------------------------------------------------
     def preflight(self) -> Preflight:
-        saved = self.ws.read_json("preflight.json")
-        if saved and saved.get("status") == "ok" and saved.get("device") == self.evaluator.device:
-            pre = Preflight.model_validate(saved)
-            self.on_event(PreflightEvent(preflight=pre, recorded_earlier=True,
-                                         text=f"preflight ok (recorded earlier): {pre.baseline}"))
-            if pre.sandbox:
-                self.log(pre.sandbox)
-            return pre
-        self.log("preflight: reference self-check and baseline correctness")
-        baseline = self.ws.task.baseline_source
-        pytorch = self.ws.task.baseline_is_pytorch  # the PyTorch starting point: exempt from the policy
-        check = self.evaluator.check(baseline, trusted=pytorch)
-        if check.status is Status.cancelled or self.cancel.is_set():  # no verdict: nothing recorded, checked on resume
-            self.log("preflight: stopped before it finished; it runs again when the run resumes")
-            return Preflight(status="failed", reference="not checked", baseline="stopped", device=self.evaluator.device)
-        ok = check.status is Status.ok
-        reference = "ok" if check.status is not Status.invalid_task else check.reason
-        pre = Preflight(
-            status="ok" if ok else "failed", reference=reference,
-            baseline=check.reason if not ok else f"correct on {len(check.cases)} shape×seed cases",
-            device=self.evaluator.device, sandbox=check.sandbox.summary() if check.sandbox else "",
-            not_confined=check.sandbox.not_confined() if check.sandbox else "",
-        )
-        env = check.environment.model_dump() if check.environment else {"device": self.evaluator.device}
-        self.ws.write_json("environment.json", env)
-        from kernel_tui.core.hardware import measure
-
-        self.ws.write_json("hardware.json", measure(self.evaluator))
-        if ok:
-            timing = self.evaluator.timing_run(baseline, baseline, block=0, correctness=False, phase="baseline",
-                                               trusted=pytorch)
-            self.ws.write_json("baseline-evaluation.json", timing.model_dump(mode="json"))
-            # the baseline is the first version kept: its profile is what every later one is compared with
-            # (the profile view's "against the baseline"), and its bottleneck steers the first rounds
-            found = stored_profile(self.ws, self.ws.baseline.hexsha)
-            if found is None or found.status != "ok":  # a failed one (a preflight cut short, say) is retaken
-                self.profile_version(self.ws.baseline.hexsha)
-        self.ws.write_json("preflight.json", pre)
-        self.on_event(PreflightEvent(preflight=pre,
-                                     text=f"preflight {pre.status}: reference {pre.reference}; baseline {pre.baseline}"))
-        if check.sandbox is not None:
-            self.log(check.sandbox.summary())
-        return pre
+        return run_preflight(self.ws, self.evaluator, self.cancel, self.on_event, self.profile_version)
 
     # --- one round ------------------------------------------------------------------------------
     def step(self) -> TrajectoryLine | None:
