@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from kernel_tui.core.proposers.base import Proposer
 from kernel_tui.core.proposers.search_model import TILE_KINDS, ValueModel
 from kernel_tui.core.proposers.search_refusals import Refusals, moves_of
-from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, Action, Analysis, source_hash
+from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, Action, Analysis, Knob, source_hash
 
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
 # A step that lost more than 20% went too far: from the same state, no single move of that knob as far or further
@@ -72,8 +72,14 @@ INTERPRETER_IGNORES |= {"split_k", "splits"}
 INTERPRETER_IGNORES |= {"warp_specialize"}
 
 
-def _couples(action: Action, ratio: float) -> bool:
-    """Whether `action` is a partner a tile change by `ratio` calls for (see SearchSteps._coupled)."""
+def _couples(action: Action, ratio: float, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:
+    """Whether `action` is a partner a tile change by `ratio` calls for (see SearchSteps._coupled): of the
+    tile's own kernel (`kernels`: those the tile is of). Across kernels the pair means nothing: on KernelBench's
+    L2-12, Inductor's GEMM with its elementwise epilogue kernel, the epilogue's block 512 → 8192 went with the
+    GEMM's warps 4 → 8 three times, each a new pair, each the warps' own -13.8%."""
+    knob = knobs.get(action.knob)
+    if knob is None or not knob.kernels & kernels:
+        return False
     if not isinstance(action.old, int) or not isinstance(action.new, int) or action.old <= 0:
         return False
     if action.kind == "num_warps":  # warps moved the tile's way, by up to `ratio` (powers of two: exact)
@@ -244,13 +250,17 @@ class SearchSteps(Proposer):
         for tile in self._actions(analysis):
             if tile.kind != "block" or not isinstance(tile.old, int) or not isinstance(tile.new, int) or tile.old <= 0:
                 continue
+            knob = analysis.knobs.get(tile.knob)
+            if knob is None or not knob.dot:
+                continue  # an elementwise kernel's block beside the GEMM: its warps are another kernel's
             ratio = tile.new / tile.old
             try:
                 middle = self._analyze(analysis.apply(tile))
             except ValueError:
                 continue
             self.model.register(middle)
-            out += self._steps(middle, skey, tile, seen, only=functools.partial(_couples, ratio=ratio))
+            out += self._steps(middle, skey, tile, seen,
+                               only=functools.partial(_couples, ratio=ratio, kernels=knob.kernels, knobs=middle.knobs))
         return out
 
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],

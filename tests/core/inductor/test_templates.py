@@ -12,7 +12,7 @@ import pytest
 from kernel_tui.core.inductor import Refusal, parse_generated, rewrite
 from kernel_tui.core.policy import check_source
 from kernel_tui.core.proposers.base import ProposerContext
-from kernel_tui.core.proposers.search import SearchProposer
+from kernel_tui.core.proposers.search import SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_spec
 from tests.conftest import DATA
@@ -178,3 +178,21 @@ def test_an_output_row_major_at_every_task_shape_is_written_straight_through(tmp
     assert check_source(source, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
                         tensor_arguments=[t.name for t in spec.tensors if t.kind != "scalar"]).ok
     check_on_interpreter(SAMPLES / name, source, tmp_path)
+
+
+def test_coupled_moves_stay_in_one_kernel_beside_an_elementwise_epilogue():
+    # GEMM template + Inductor's elementwise kernel after it: a tile of the GEMM moves with the GEMM's warps,
+    # never the epilogue's block with them (on L2-12 such pairs took three of five rounds, each the warps' loss)
+    source = start("linear_swish_scale")
+    p = SearchProposer(seed=0)
+    analysis = p._analyze(source)
+    p.model.register(analysis)
+    pairs = [c for c in p._candidates(analysis, state_key(analysis.assignment)) if len(c.parts) == 2]
+    knobs = analysis.knobs
+    assert any(knobs[c.parts[1].split("=")[0]].kind == "num_warps" for c in pairs), "the GEMM's tile with its warps"
+    epilogue = {k for k, knob in knobs.items() if knob.kind == "block" and not knob.dot}
+    assert epilogue, "the epilogue kernel has a block of its own"
+    for c in pairs:
+        tile, partner = (knobs[part.split("=")[0]] for part in c.parts)
+        assert tile.id not in epilogue and partner.id not in epilogue, c.change
+        assert tile.kernels & partner.kernels, c.change

@@ -141,7 +141,8 @@ class KnobFamilies:
                 domain = tuple(v for v in domain if v <= value)
             if value not in domain:
                 domain = tuple(sorted({*domain, value}))
-            self.knobs[kid] = Knob(id=kid, kind=kind, label=name.lower(), value=value, domain=domain, dot=dot)
+            self.knobs[kid] = Knob(id=kid, kind=kind, label=name.lower(), value=value, domain=domain, dot=dot,
+                                   kernels=frozenset(k.name for k, _, _ in where))
             self._editors[kid] = _replace((self.text.start(node), self.text.end(node)))
 
     # --- launch options -----------------------------------------------------------------------------
@@ -173,7 +174,7 @@ class KnobFamilies:
 
                     self._editors[kid] = insert
                 self.knobs[kid] = Knob(id=kid, kind=opt, label=opt, value=value, domain=domain, where=where,
-                                       dot=k.has_dot)
+                                       dot=k.has_dot, kernels=frozenset({k.name}))
 
     # --- loads: eviction policy and cache modifier --------------------------------------------------------
     def _load_knobs(self) -> None:

@@ -85,6 +85,7 @@ class Knob:
     numeric: bool = True
     where: str = ""  # " (loop 1 of k)" where the label alone is ambiguous
     dot: bool = False  # a tile of, or a launch option of, a kernel that calls tl.dot
+    kernels: frozenset[str] = frozenset()  # the kernels a tile or launch option is of (coupled moves stay in one)
 
 
 @dataclass(frozen=True)
