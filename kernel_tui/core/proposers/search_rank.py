@@ -36,6 +36,14 @@ on problem 6, after split-K, 18 rounds went to tiles (4 accepted, 14 lost, up to
 won +20.9%, the run's last accept. First is not always a win: on the fp32 4096³ GEMM (128×64×32, 8 warps) it was
 proposed first live and lost 11.6%; one round is what it costs there.
 
+An incumbent at its register cap gets tf32x3 only with twice the warps (a coupled move of search_steps), ahead of
+the other moves that free registers; elsewhere the single step goes first and the pair after it. Inductor's
+128×128×32 GEMM template with 4 warps spills when compiled for sm_90 (Triton 3.6: 144 to 184 bytes of stack),
+and with tf32x3 some 700; with 8 warps neither does (bench/results/2026-12-07-cpu-tf32x3-compile). Held back
+behind the lightening moves, tf32x3 never came in five rounds of L1-17 (C = A·Bᵀ, its start at 0.51x of eager),
+while hand-written tf32x3 GEMMs measured up to 1.87x torch.compile's fp32 cuBLAS call at the main shapes of
+L1-17 (1.84x), L2-12 and L2-76, all of them x·Wᵀ, against 1.06x on L1-1 and L1-2 (H200, 2026-12-02).
+
 Like the bottleneck's favoured kinds (search_steps), it is a preference while any is left, not a prior: the
 first tier that has a candidate is the set the search chooses from; the next one comes when it is spent. The
 incumbent's facts come from the compiler where a `resources` callback gives them (a GPU); elsewhere (a replay, the
@@ -62,6 +70,7 @@ from kernel_tui.core.evaluator.kernel_facts import DeviceLimits, KernelFacts
 from kernel_tui.core.proposers.search_steps import Candidate
 from kernel_tui.core.proposers.transforms import MAX_ACCUMULATOR_PER_THREAD, Analysis
 from kernel_tui.core.proposers.transforms.constraints import DotTile
+from kernel_tui.core.proposers.transforms.knobs import TENSOR_CORE_PRECISION
 from kernel_tui.core.proposers.transforms.split_k import DEFAULT_SPLITS, SPLIT
 
 MAX_REGISTERS = 255  # per thread on NVIDIA GPUs; the compiler spills past it
@@ -71,7 +80,6 @@ ACCUMULATOR_SHARE = MAX_ACCUMULATOR_PER_THREAD // 2  # without compile facts: th
 GROWING_STRUCTURE = frozenset({"k_mask", "loads", "launch_order", "epilogue"})
 
 Room = Literal["room", "full"]
-TENSOR_CORE_PRECISION = "tf32x3"  # an fp32 tl.dot moved from the FMA units onto the tensor cores
 
 
 def programs(analysis: Analysis, assign: dict, output_elements: int) -> float | None:
@@ -174,7 +182,8 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
            sm_count: int | None = None) -> list[Candidate]:
     """The first non-empty tier of the candidates (the module docstring): where the output's programs do not
     fill the SMs, the moves that make more of them, then tf32x3, then the rest, then those that make fewer; else
-    tf32x3 unless the incumbent spills, then by its register room: with room, the growing and structural moves,
+    tf32x3 (alone, then with twice the warps) unless the incumbent spills, where only tf32x3 with twice the warps
+    comes first; then by its register room: with room, the growing and structural moves,
     then the rest, then the shrinking ones; full, the moves that take registers off a thread, then the rest, then
     those that put registers on. All of them where none of this applies."""
     if fills_sms(analysis, output_elements, sm_count) is False:
@@ -183,14 +192,18 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
         short: list[list[Candidate]] = [[], [], [], []]
         for c in candidates:
             after = programs(analysis, c.after, output_elements) or here
-            same = 1 if _to_tensor_cores(analysis, c.parts) else 2
+            same = 1 if _to_tensor_cores(analysis, c.parts) and len(c.parts) == 1 else 2
             short[0 if after > here else 3 if after < here else same].append(c)
         return next(t for t in short if t) if candidates else candidates
     before = analysis.dot_tiles(analysis.assignment)
     room = register_room(before, facts)
     tensor_cores = [c for c in candidates if _to_tensor_cores(analysis, c.parts)]
-    if tensor_cores and room != "full":
-        return tensor_cores
+    if tensor_cores and room != "full":  # alone first; with twice the warps (search_steps) once that is tried
+        return [c for c in tensor_cores if len(c.parts) == 1] or tensor_cores
+    if room == "full":  # then only with a move that takes registers off a thread: tf32x3 with twice the warps
+        lightened = [c for c in tensor_cores if direction(before, analysis.dot_tiles(c.after), facts).lightens]
+        if lightened:
+            return lightened
     if room is None or (room == "room" and bottleneck == "latency"):
         return candidates
     tiers: list[list[Candidate]] = [[], [], []]

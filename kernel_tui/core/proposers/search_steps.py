@@ -20,6 +20,7 @@ from kernel_tui.core.proposers.base import Proposer
 from kernel_tui.core.proposers.search_model import TILE_KINDS, ValueModel
 from kernel_tui.core.proposers.search_refusals import Refusals, moves_of
 from kernel_tui.core.proposers.transforms import STRUCTURAL_KINDS, Action, Analysis, Knob, source_hash
+from kernel_tui.core.proposers.transforms.knobs import TENSOR_CORE_PRECISION
 
 TWO_STEP_FLOOR = -0.1  # a tried step this much slower (log) or worse is no way through
 # A step that lost more than 20% went too far: from the same state, no single move of that knob as far or further
@@ -88,6 +89,13 @@ def _couples(action: Action, ratio: float, kernels: frozenset[str], knobs: dict[
     if action.kind == "block":  # another tile by the inverse ratio: the tile's shape changes, its size stays
         return action.new * ratio == action.old
     return action.kind == "num_stages" and ratio > 1 and action.new == action.old - 1
+
+
+def _doubles_warps(action: Action, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:
+    """Twice the warps of a kernel in `kernels`: the partner of tf32x3 for an incumbent at its register cap."""
+    knob = knobs.get(action.knob)
+    return (action.kind == "num_warps" and knob is not None and bool(knob.kernels & kernels)
+            and isinstance(action.old, int) and action.new == 2 * action.old)
 
 
 @dataclass(frozen=True)
@@ -243,7 +251,9 @@ class SearchSteps(Proposer):
         16), or with one pipeline stage less (the shared memory a stage takes grows with the tile); a tile that
         shrinks with fewer warps; a tile that grows while another shrinks by as much (its shape changes, its
         size and so its registers stay: from 256x128 the best 128x256 is two single steps that each lose, and
-        in the matmul replay 6 of 20 seeds took about 70 evaluations without this move, none over 23 with it)."""
+        in the matmul replay 6 of 20 seeds took about 70 evaluations without this move, none over 23 with it).
+        And tf32x3 with twice its kernel's warps: the tensor cores for an incumbent at its register cap, where the
+        split operands of tf32x3 alone would spill (search_rank)."""
         out: list[Candidate] = []
         if not any(k.has_dot for k in analysis.kernels.values()):
             return out  # elementwise blocks couple weakly with warps: more moves would only dilute the search
@@ -261,6 +271,17 @@ class SearchSteps(Proposer):
             self.model.register(middle)
             out += self._steps(middle, skey, tile, seen,
                                only=functools.partial(_couples, ratio=ratio, kernels=knob.kernels, knobs=middle.knobs))
+        for precision in self._actions(analysis):  # the tensor cores with twice the warps (search_rank)
+            knob = analysis.knobs.get(precision.knob)
+            if precision.kind != "input_precision" or precision.new != TENSOR_CORE_PRECISION or knob is None:
+                continue
+            try:
+                middle = self._analyze(analysis.apply(precision))
+            except ValueError:
+                continue
+            self.model.register(middle)
+            out += self._steps(middle, skey, precision, seen,
+                               only=functools.partial(_doubles_warps, kernels=knob.kernels, knobs=middle.knobs))
         return out
 
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],

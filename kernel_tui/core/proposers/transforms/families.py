@@ -222,7 +222,7 @@ class KnobFamilies:
                 continue
             kid = f"kernel:{k.name}:input_precision"
             self.knobs[kid] = Knob(id=kid, kind="input_precision", label=k.name, value=str(value),
-                                   domain=DOT_PRECISIONS, numeric=False)
+                                   domain=DOT_PRECISIONS, numeric=False, kernels=frozenset({k.name}))
             spans = [(self.text.start(kw.value), self.text.end(kw.value)) for call in k.dots
                      for kw in call.keywords if kw.arg == "input_precision"]
 

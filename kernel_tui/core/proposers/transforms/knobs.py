@@ -18,6 +18,7 @@ CACHE_MODIFIERS = ("", ".cg")
 # a TF32 high and low part and adds three tensor-core products, for close to fp32 error (plain "tf32", one
 # product with a 10-bit mantissa, is no precision-keeping move and is never offered)
 DOT_PRECISIONS = ("ieee", "tf32x3")
+TENSOR_CORE_PRECISION = "tf32x3"  # an fp32 tl.dot moved from the FMA units onto the tensor cores
 UNROLL_FACTORS = (1, 2, 4)
 GROUP_SIZES = (1, 2, 4, 8, 16)
 DEFAULT_GROUP = 8
