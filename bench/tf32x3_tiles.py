@@ -10,8 +10,9 @@ L1-17 computes A·Bᵀ, whose B is K-major as TF32 wgmma wants it; L1-1's B is n
 runs at 0.51x of eager, and the search never proposed tf32x3 there: the start sits at the 255-register cap, and
 the ranking holds tf32x3 back from a full incumbent until a move frees registers (none was accepted).
 
-This times, at each task's benchmark shape, Inductor's start as it was imported (`bench/candidates/inductor_starts/`, written
-by `import kernelbench --start inductor` on an H100, torch 2.11), the same kernel with tf32x3 over a grid of
+This times, at each task's benchmark shape, Inductor's start as it was imported
+(`bench/candidates/kernelbench_inductor_starts/`, written by `import kernelbench --start inductor` on an H100,
+torch 2.11), the same kernel with tf32x3 over a grid of
 tiles, warps and stages, and PyTorch's own call (cuBLAS), with `triton.testing.do_bench` (median, L2 cleared
 before each call). Each variant is the start's text with its constants and launch keywords changed, as the
 search would write it; its error against an fp64 product is recorded beside its time. Results go to OUT as JSON
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-STARTS = Path(__file__).resolve().parent / "candidates" / "inductor_starts"
+STARTS = Path(__file__).resolve().parent / "candidates" / "kernelbench_inductor_starts"
 TILES = [(128, 128, 32), (128, 128, 64), (128, 256, 32), (256, 128, 32), (64, 128, 32), (128, 64, 32),
          (64, 256, 32), (64, 128, 64)]
 WARPS = (4, 8)
@@ -54,14 +55,14 @@ SHARED_PER_BLOCK = 232448  # bytes a block may opt in to on sm_90 (H100, H200): 
 @dataclass(frozen=True)
 class Case:
     name: str
-    start: str  # file under bench/candidates/inductor_starts
+    start: str  # file under bench/candidates/kernelbench_inductor_starts
     dims: dict[str, int]  # the task's benchmark shape
     smoke: dict[str, int]
 
 
 CASES = {
-    "l1_1": Case("l1_1", "l1_1_square_matmul.py", {"N": 4096}, {"N": 64}),
-    "l1_17": Case("l1_17", "l1_17_matmul_transposed_b.py", {"M": 2048, "K": 8192, "N": 4096},
+    "l1_1": Case("l1_1", "l1_1_square.py", {"N": 4096}, {"N": 64}),
+    "l1_17": Case("l1_17", "l1_17_transposed_b.py", {"M": 2048, "K": 8192, "N": 4096},
                   {"M": 64, "K": 96, "N": 32}),
 }
 
