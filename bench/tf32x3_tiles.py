@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 STARTS = Path(__file__).resolve().parent / "candidates" / "kernelbench_inductor_starts"
@@ -112,14 +113,14 @@ def variants(source: str, smoke: bool) -> list[Variant]:
     return list(dict.fromkeys(out))
 
 
-def load_launch(source: str, folder: Path, name: str) -> Callable:
+def load_module(source: str, folder: Path, name: str) -> ModuleType:
     path = folder / f"{name}.py"  # @triton.jit reads its function's source from a file
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location(f"tf32x3_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.launch
+    return module
 
 
 def inputs(case: Case, dims: dict[str, int], device: str) -> tuple[Callable, tuple[int, int], Any, Callable]:
@@ -153,12 +154,7 @@ def compiled_facts(source: str, folder: Path, name: str) -> dict:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    path = folder / f"{name}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"tf32x3_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(source, folder, name)
     kernel = next(v for v in vars(module).values() if isinstance(v, triton.runtime.JITFunction))
     launch = re.search(r"num_warps=(\d+), num_stages=(\d+)\)", source)
     assert launch is not None
@@ -232,7 +228,7 @@ def run(out_path: Path, case_names: list[str], smoke: bool, limit: float, compil
                     elif v is None:
                         fn, result = torch_call, torch_call()
                     else:
-                        launch = load_launch(rewritten(source, v), Path(tmp), f"{case.name}_{len(done)}")
+                        launch = load_module(rewritten(source, v), Path(tmp), f"{case.name}_{len(done)}").launch
                         result = torch.empty(shape, device=device)
                         fn = functools.partial(launch, *args_of(result))
                         fn()

@@ -148,12 +148,7 @@ class SearchSteps(Proposer):
                 r = outcomes.get((skey, first.key))
                 if r is None or r < floor:  # untried here, failed, or (first pass) clearly slower
                     continue
-                try:
-                    middle = self._analyze(analysis.apply(first))
-                except ValueError:
-                    continue
-                self.model.register(middle)
-                out += self._steps(middle, skey, first, seen=seen)
+                out += self._through(analysis, skey, first, seen)
             if out:
                 return out
         return out
@@ -263,26 +258,26 @@ class SearchSteps(Proposer):
             knob = analysis.knobs.get(tile.knob)
             if knob is None or not knob.dot:
                 continue  # an elementwise kernel's block beside the GEMM: its warps are another kernel's
-            ratio = tile.new / tile.old
-            try:
-                middle = self._analyze(analysis.apply(tile))
-            except ValueError:
-                continue
-            self.model.register(middle)
-            out += self._steps(middle, skey, tile, seen,
-                               only=functools.partial(_couples, ratio=ratio, kernels=knob.kernels, knobs=middle.knobs))
+            out += self._through(analysis, skey, tile, seen,
+                                 functools.partial(_couples, ratio=tile.new / tile.old, kernels=knob.kernels))
         for precision in self._actions(analysis):  # the tensor cores with twice the warps (search_rank)
             knob = analysis.knobs.get(precision.knob)
             if precision.kind != "input_precision" or precision.new != TENSOR_CORE_PRECISION or knob is None:
                 continue
-            try:
-                middle = self._analyze(analysis.apply(precision))
-            except ValueError:
-                continue
-            self.model.register(middle)
-            out += self._steps(middle, skey, precision, seen,
-                               only=functools.partial(_doubles_warps, kernels=knob.kernels, knobs=middle.knobs))
+            out += self._through(analysis, skey, precision, seen, functools.partial(_doubles_warps, kernels=knob.kernels))
         return out
+
+    def _through(self, analysis: Analysis, skey: str, first: Action, seen: set[str],
+                 partner: Callable[..., bool] | None = None) -> list[Candidate]:
+        """Two-step candidates: `first`, then a step from the source it makes (one `partner(action,
+        knobs=that source's knobs)` admits, where given); none where `first` cannot be applied."""
+        try:
+            middle = self._analyze(analysis.apply(first))
+        except ValueError:
+            return []
+        self.model.register(middle)
+        only = None if partner is None else functools.partial(partner, knobs=middle.knobs)
+        return self._steps(middle, skey, first, seen, only=only)
 
     def _steps(self, analysis: Analysis, skey: str, first: Action | None, seen: set[str],
                only: Callable[[Action], bool] | None = None) -> list[Candidate]:
