@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kernel_tui.core.suite.models import SIDES, SuiteResult, TaskResult
+from kernel_tui.core.suite.models import SuiteResult, TaskResult
 from kernel_tui.core.suite.report import write_suite_report
-from kernel_tui.core.suite.score import summarize, summarize_inductor
+from kernel_tui.core.suite.score import suite_result
 
 
 def suite_so_far(results_dir: Path) -> SuiteResult:
@@ -26,15 +26,9 @@ def suite_so_far(results_dir: Path) -> SuiteResult:
     if not results:
         raise SystemExit(f"no task results (*.json) in {results_dir}")
     out = Path(results[0].workspace).parent.parent  # <out>/workspaces/<task>
-    scores = [s for r in results for s in (r.eager, r.compile) if s is not None]
-    return SuiteResult(
-        tasks_dir=str(out.parent / "tasks"), out=str(out), device=results[0].device,
-        proposer=results[0].proposer, max_steps=results[0].max_steps, runs=results[0].runs, tasks=results,
-        summaries=[summarize(results, side) for side in SIDES],
-        timing_labels=list(dict.fromkeys(s.timing_label for s in scores if s.timing_label)),
-        environment=next((r.environment for r in results if r.environment is not None), None),
-        inductor=summarize_inductor(results),
-    )
+    first = results[0]
+    return suite_result(results, tasks_dir=str(out.parent / "tasks"), out=str(out), device=first.device,
+                        proposer=first.proposer, max_steps=first.max_steps, runs=first.runs)
 
 
 if __name__ == "__main__":

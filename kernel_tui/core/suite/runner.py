@@ -45,7 +45,7 @@ from kernel_tui.core.suite.models import (
     SuiteResult,
     TaskResult,
 )
-from kernel_tui.core.suite.score import describe_score, one_line, side_score, summarize, summarize_inductor
+from kernel_tui.core.suite.score import describe_score, one_line, side_score, suite_result
 from kernel_tui.core.workspace import write_durably
 
 if TYPE_CHECKING:
@@ -226,14 +226,8 @@ class SuiteRunner:
 
     def _suite(self, results: list[TaskResult]) -> SuiteResult:
         o = self.options
-        scores = [s for r in results for s in (r.eager, r.compile) if s is not None]
-        labels = list(dict.fromkeys(s.timing_label for s in scores if s.timing_label))
-        env = next((r.environment for r in results if r.environment is not None), None)
-        return SuiteResult(
-            tasks_dir=str(o.tasks_dir), out=str(o.out), device=o.device, proposer=o.proposer,
-            max_steps=o.max_steps, runs=o.runs, tasks=results, summaries=[summarize(results, s) for s in SIDES],
-            timing_labels=labels, inductor=summarize_inductor(results), environment=env,
-        )
+        return suite_result(results, tasks_dir=str(o.tasks_dir), out=str(o.out), device=o.device, proposer=o.proposer,
+                            max_steps=o.max_steps, runs=o.runs)
 
     # --- one task ---------------------------------------------------------------------------------
     def run_task(self, task_dir: Path) -> TaskResult | None:

@@ -30,12 +30,14 @@ from kernel_tui.core.suite.models import (
     CONFIDENCE,
     FLAG_SPEEDUP,
     SIDE_LABELS,
+    SIDES,
     THRESHOLDS,
     FastP,
     InductorSummary,
     Side,
     SideScore,
     SideSummary,
+    SuiteResult,
     TaskResult,
 )
 
@@ -183,4 +185,18 @@ def summarize_inductor(results: list[TaskResult]) -> InductorSummary | None:
         started=len(started), moved=len(moved), past=len(past), past_strict=len(strict),
         median_past=statistics.median(v[0] for v in past) if past else None,
         median_over_start=statistics.median(over) if over else None,
+    )
+
+
+def suite_result(results: list[TaskResult], *, tasks_dir: str, out: str, device: str, proposer: str, max_steps: int,
+                 runs: int) -> SuiteResult:
+    """The suite's summary of its task results: fast_p and geometric means per side, the tasks past
+    torch.compile, the timing labels and environment the results recorded."""
+    scores = [s for r in results for s in (r.eager, r.compile) if s is not None]
+    return SuiteResult(
+        tasks_dir=tasks_dir, out=out, device=device, proposer=proposer, max_steps=max_steps, runs=runs,
+        tasks=results, summaries=[summarize(results, side) for side in SIDES],
+        timing_labels=list(dict.fromkeys(s.timing_label for s in scores if s.timing_label)),
+        inductor=summarize_inductor(results),
+        environment=next((r.environment for r in results if r.environment is not None), None),
     )
