@@ -179,7 +179,11 @@ def compiled_facts(source: str, folder: Path, name: str) -> dict:
             "stack_bytes": int(found.group(2)) if found else None, "shared_bytes": k.metadata.shared,
             "shared_fits": k.metadata.shared <= SHARED_PER_BLOCK,
             "wgmma": ptx.count("wgmma.mma_async"), "wgmma_waits": ptx.count("wgmma.wait_group"),
-            "cp_async": ptx.count("cp.async.cg") + ptx.count("cp.async.ca"), "fma": ptx.count("fma.rn.f32")}
+            "cp_async": ptx.count("cp.async.cg") + ptx.count("cp.async.ca"), "fma": ptx.count("fma.rn.f32"),
+            # tf32x3 splits each operand in registers and stores the parts back for wgmma, whose tf32 operands
+            # are K-major in shared memory: an operand held N-major is transposed there, one element a store
+            "st_shared_scalar": len(re.findall(r"st\.shared\.b32", ptx)),
+            "st_shared_vector": len(re.findall(r"st\.shared\.v[24]\.b32", ptx))}
 
 
 def timer(smoke: bool) -> Callable[[Callable], float]:

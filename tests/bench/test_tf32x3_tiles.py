@@ -1,5 +1,6 @@
 """bench/tf32x3_tiles.py: its variants are the committed Inductor starts with only the swept knobs changed, and
-its smoke mode runs them on the interpreter, correct, and resumes without running a variant twice."""
+its smoke mode runs them on the interpreter, correct, and resumes without running a variant twice; its
+compile-only mode reports registers, shared memory and the PTX's products without a GPU."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_the_smoke_run_is_correct_and_resumes(tmp_path: Path):
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and again.stdout == ""
     assert len(out.read_text().splitlines()) == 3
+
+
+def test_the_compile_only_run_reports_what_the_compiler_made_without_a_gpu(tmp_path: Path):
+    # Triton compiles for sm_90 with the ptxas its wheel ships; the first row is Inductor's own start, plain fp32
+    out = tmp_path / "facts.jsonl"
+    command = [sys.executable, "bench/tf32x3_tiles.py", str(out), "--compile-only", "--case", "l1_17", "--limit", "1"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["variant"] == "ieee 128x128x32 w4 s3" and first["device"] == "sm_90, compiled on the CPU"
+    assert "error" not in first and "ms" not in first
+    assert 0 < first["registers"] <= 255 and first["shared_bytes"] > 0
+    assert first["wgmma"] == 0 and first["fma"] > 0  # ieee: no tensor cores
