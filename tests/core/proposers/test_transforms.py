@@ -175,6 +175,21 @@ def test_sanity_bounds_couple_blocks_and_warps():
     assert ("launch:matmul_kernel:0:num_warps", 1) not in offered  # 65536 accumulators on 32 threads
 
 
+def test_no_cache_modifier_where_a_load_keeps_an_eviction_hint_no_knob_can_clear():
+    # Inductor writes evict_first on one load and evict_last on another: no eviction knob, but the hints stay,
+    # and ptxas rejects a load with both (L1-95's `.cg` move failed to assemble on an H100)
+    src = baseline("vector_add").replace("mask=mask, other=0.0)", "mask=mask, other=0.0, eviction_policy='evict_first')", 1)
+    src = src.replace("mask=mask, other=0.0)", "mask=mask, other=0.0, eviction_policy='evict_last')", 1)
+    a = analyze(src)
+    assert "kernel:add_kernel:eviction_policy" not in a.knobs and "kernel:add_kernel:cache_modifier" in a.knobs
+    assert not [x for x in a.actions() if x.kind == "cache_modifier"]
+    plain = analyze(baseline("vector_add"))  # no hint yet: either may be set, not both
+    assert {x.new for x in plain.actions() if x.kind == "cache_modifier"} >= {".cg"}
+    both = dict(plain.assignment, **{"kernel:add_kernel:eviction_policy": "evict_first",
+                                     "kernel:add_kernel:cache_modifier": ".cg"})
+    assert "kernel:add_kernel:load-hints" in plain.violations(both)
+
+
 def test_grouped_launch_order_is_offered_once_and_brings_group_m():
     a = analyze(baseline("matmul"))
     grouped = [x for x in a.actions() if x.kind == "launch_order"]

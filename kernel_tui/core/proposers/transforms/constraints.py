@@ -62,13 +62,21 @@ class SanityBounds:
             self._launch_constraints(launch)
         for k in self.kernels.values():
             evict, cache = f"kernel:{k.name}:eviction_policy", f"kernel:{k.name}:cache_modifier"
-            if evict in self.knobs and cache in self.knobs:
-                # ptxas (Triton 3.6, sm_90a) rejects a load carrying both hints: measured on an H200,
-                # all 72 such vector_add configurations failed to assemble
-                def both(assign: dict, evict=evict, cache=cache) -> float | None:
-                    return 1.0 if assign.get(evict) and assign.get(cache) else None
+            if evict not in self.knobs and cache not in self.knobs:
+                continue
+            # ptxas (Triton 3.6, sm_90a) rejects a load carrying both hints: measured on an H200, all 72 such
+            # vector_add configurations failed to assemble. A hint the kernel's loads carry with no knob to
+            # move it (Inductor mixes evict_first and evict_last in one kernel) is there whatever the search sets
+            fixed = {opt: f"kernel:{k.name}:{opt}" not in self.knobs
+                     and any(kw.arg == opt for call in k.loads for kw in call.keywords)
+                     for opt in ("eviction_policy", "cache_modifier")}
 
-                self._constraints.append((f"kernel:{k.name}:load-hints", both))
+            def both(assign: dict, evict=evict, cache=cache, fixed=fixed) -> float | None:
+                has_evict = fixed["eviction_policy"] or bool(assign.get(evict))
+                has_cache = fixed["cache_modifier"] or bool(assign.get(cache))
+                return 1.0 if has_evict and has_cache else None
+
+            self._constraints.append((f"kernel:{k.name}:load-hints", both))
 
     def _value(self, assign: dict, kid: str, fixed: ast.AST | None, default: int | None) -> int | None:
         if kid in assign:
