@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import time
 import traceback
 from pathlib import Path
@@ -35,9 +36,8 @@ def classify(exc: BaseException, filename: str, kernels: set[str], interpreted: 
     if type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
         exc = exc.__cause__  # the interpreter wraps what the kernel raised
     kind = type(exc).__name__
-    message = str(exc).strip().splitlines()
-    text = f"{kind}: {message[-1] if message else ''}{_source_line(exc, filename)}"
-    if type(exc).__module__.startswith("triton.compiler") or kind == "CompilationError":
+    text = f"{kind}: {_message_line(str(exc))}{_source_line(exc, filename)}"
+    if type(exc).__module__.startswith("triton.compiler") or kind in ("CompilationError", "PTXASError"):
         return "compile_error", text
     if interpreted and isinstance(exc, (NameError, AttributeError, TypeError)):
         in_kernel = any(
@@ -46,6 +46,17 @@ def classify(exc: BaseException, filename: str, kernels: set[str], interpreted: 
         if in_kernel:  # what a compiler would reject, met by the interpreter at run time
             return "compile_error", f"{text} [in a kernel, under the CPU interpreter]"
     return "runtime_error", text
+
+
+def _message_line(message: str) -> str:
+    """The line of an exception's message that says what went wrong: Python puts it last, while ptxas's
+    (through Triton's PTXASError) is the `error :` line of its stderr, followed by a repro command."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("Repro command:") and line != "`ptxas` stderr:"]
+    said = [line for line in lines if re.match(r"ptxas\b.*\berror\s+:", line)]
+    if said:
+        return re.sub(r"^ptxas\s+\S+,\s*", "ptxas: ", said[0])  # the PTX file's temporary path says nothing
+    return lines[-1] if lines else ""
 
 
 def _source_line(exc: BaseException, filename: str) -> str:
