@@ -263,6 +263,14 @@ def test_early_reject_one_block_clearly_slower():
     assert "rejected early" in v.reason and "slower" in v.reason
 
 
+def test_a_slowdown_past_minus_100_percent_is_compared_with_1x_not_0():
+    # an H100 run said "upper bound 0.43× < 0 in block 1": a ratio read against a percentage's zero
+    v = decide([const_block(1 - 1 / 0.43, jitter=0.01, seed=1)])
+    assert v.decision == "reject" and "candidate slower: upper bound 0.4" in v.reason
+    assert "× < 1× in block 1" in v.reason and "< 0" not in v.reason
+    assert "% < 0 in block 1" in decide([const_block(-0.05, jitter=0.02, seed=1)]).reason  # a percentage's zero
+
+
 def test_early_reject_two_blocks_cannot_reach_threshold():
     # Two processes agreeing on +0.2%: the t upper bound (99.9%, 1 df) stays below 1%.
     blocks = [const_block(0.002), const_block(0.00201)]

@@ -17,7 +17,7 @@ from kernel_tui.core.gate.statistics import (
     median_upper_bound,
     to_fraction,
 )
-from kernel_tui.core.gate.wording import p_text, pct, plural, span
+from kernel_tui.core.gate.wording import below, p_text, pct, plural, span
 
 
 @dataclass(frozen=True)
@@ -163,13 +163,12 @@ def _early_reject(ev: _Evidence, policy: GatePolicy) -> tuple[str, bool] | None:
         upper = median_upper_bound(ev.all_log_ratios, a)
         if upper < 0.0:
             where = "in block 1" if k == 1 else f"over the {ev.pairs} pairs of {k} blocks"
-            return f"candidate slower: upper bound {pct(to_fraction(upper))} < 0 {where}", True
+            return f"candidate slower: upper bound {below(to_fraction(upper), 0.0)} {where}", True
     if k >= 2:
         upper = to_fraction(ev.st.upper(a))
         if upper < policy.min_improvement:
             return (
-                f"cannot reach {policy.min_improvement:.1%}: upper bound {pct(upper)} < "
-                f"{policy.min_improvement:.1%}",
+                f"cannot reach {policy.min_improvement:.1%}: upper bound {below(upper, policy.min_improvement)}",
                 False,
             )
     return None
