@@ -36,11 +36,14 @@ on problem 6, after split-K, 18 rounds went to tiles (4 accepted, 14 lost, up to
 won +20.9%, the run's last accept. First is not always a win: on the fp32 4096³ GEMM (128×64×32, 8 warps) it was
 proposed first live and lost 11.6%; one round is what it costs there.
 
-An incumbent at its register cap gets tf32x3 only with twice the warps (a coupled move of search_steps), ahead of
-the other moves that free registers; elsewhere the single step goes first and the pair after it. Inductor's
-128×128×32 GEMM template with 4 warps spills when compiled for sm_90 (Triton 3.6: 144 to 184 bytes of stack),
-and with tf32x3 some 700; with 8 warps neither does (bench/results/2026-12-07-cpu-tf32x3-compile). Held back
-behind the lightening moves, tf32x3 never came in five rounds of L1-17 (C = A·Bᵀ, its start at 0.51x of eager),
+An incumbent at its register cap gets tf32x3 only with a move that halves the accumulator a thread holds (twice
+the warps, or the output tile's M or N halved: coupled moves of search_steps), ahead of the other moves that free
+registers; elsewhere the single step goes first and the pairs after it. Which partner pays depends on the
+operands: on an H100, Inductor's L1-1 start (A·B) gained 25% with tf32x3 and block_n 64 and lost 13% with tf32x3
+and 8 warps, while its L1-17 start (A·Bᵀ) gained about 70% with either (bench/results/2026-12-07-h100-tf32x3-tiles).
+Inductor's 128×128×32 GEMM template with 4 warps spills when compiled for sm_90 (Triton 3.6: 144 to 184 bytes
+of stack), and with tf32x3 some 700; with 8 warps neither does (bench/results/2026-12-07-cpu-tf32x3-compile).
+Held back behind the lightening moves, tf32x3 never came in five rounds of L1-17 (C = A·Bᵀ, its start at 0.51x of eager),
 while hand-written tf32x3 GEMMs measured up to 1.87x torch.compile's fp32 cuBLAS call at the main shapes of
 L1-17 (1.84x), L2-12 and L2-76, all of them x·Wᵀ, against 1.06x on L1-1 and L1-2 (H200, 2026-12-02).
 
@@ -182,9 +185,9 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
            sm_count: int | None = None) -> list[Candidate]:
     """The first non-empty tier of the candidates (the module docstring): where the output's programs do not
     fill the SMs, the moves that make more of them, then tf32x3, then the rest, then those that make fewer; else
-    tf32x3 (alone, then with twice the warps) unless the incumbent spills, where only tf32x3 with twice the warps
-    comes first; then by its register room: with room, the growing and structural moves,
-    then the rest, then the shrinking ones; full, the moves that take registers off a thread, then the rest, then
+    tf32x3 (alone, then with a lighter thread) unless the incumbent spills, where only tf32x3 with a lighter
+    thread (twice the warps, half the output tile) comes first; then by its register room: with room, the growing
+    and structural moves, then the rest, then the shrinking ones; full, the moves that take registers off a thread, then the rest, then
     those that put registers on. All of them where none of this applies."""
     if fills_sms(analysis, output_elements, sm_count) is False:
         assert output_elements is not None
@@ -198,9 +201,9 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
     before = analysis.dot_tiles(analysis.assignment)
     room = register_room(before, facts)
     tensor_cores = [c for c in candidates if _to_tensor_cores(analysis, c.parts)]
-    if tensor_cores and room != "full":  # alone first; with twice the warps (search_steps) once that is tried
+    if tensor_cores and room != "full":  # alone first; with a lighter thread (search_steps) once that is tried
         return [c for c in tensor_cores if len(c.parts) == 1] or tensor_cores
-    if room == "full":  # then only with a move that takes registers off a thread: tf32x3 with twice the warps
+    if room == "full":  # then only with a move that takes registers off a thread (twice the warps, half the tile)
         lightened = [c for c in tensor_cores if direction(before, analysis.dot_tiles(c.after), facts).lightens]
         if lightened:
             return lightened

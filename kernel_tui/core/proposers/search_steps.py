@@ -91,11 +91,24 @@ def _couples(action: Action, ratio: float, kernels: frozenset[str], knobs: dict[
     return action.kind == "num_stages" and ratio > 1 and action.new == action.old - 1
 
 
-def _doubles_warps(action: Action, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:
-    """Twice the warps of a kernel in `kernels`: the partner of tf32x3 for an incumbent at its register cap."""
+def _lightens_a_thread(action: Action, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:
+    """Twice the warps, or half of one of the tile's blocks, of a kernel in `kernels`: the partners of tf32x3 for
+    an incumbent at its register cap, kept where they halve the accumulator a thread holds (SearchSteps._coupled). Which one pays depends on the operands:
+    on an H100, Inductor's 128×128×32 start of L1-1 (A·B, B N-major) lost 13% with tf32x3 and 8 warps and gained
+    25% with tf32x3 and block_n 64, while on L1-17 (A·Bᵀ) both gained about 70% (bench/results/
+    2026-12-07-h100-tf32x3-tiles)."""
     knob = knobs.get(action.knob)
-    return (action.kind == "num_warps" and knob is not None and bool(knob.kernels & kernels)
-            and isinstance(action.old, int) and action.new == 2 * action.old)
+    if knob is None or not knob.kernels & kernels or not isinstance(action.old, int):
+        return False
+    if action.kind == "num_warps":
+        return action.new == 2 * action.old
+    return action.kind == "block" and knob.dot and isinstance(action.new, int) and 2 * action.new == action.old
+
+
+def _accumulator(analysis: Analysis, assign: dict, kernels: frozenset[str]) -> float | None:
+    """The fp32 accumulator a thread of `kernels`' tl.dot launches holds under `assign` (None: unknown)."""
+    held = [t.accumulator_per_thread for t in analysis.dot_tiles(assign) if t.kernel in kernels]
+    return None if not held or None in held else max(h for h in held if h is not None)
 
 
 @dataclass(frozen=True)
@@ -247,8 +260,8 @@ class SearchSteps(Proposer):
         shrinks with fewer warps; a tile that grows while another shrinks by as much (its shape changes, its
         size and so its registers stay: from 256x128 the best 128x256 is two single steps that each lose, and
         in the matmul replay 6 of 20 seeds took about 70 evaluations without this move, none over 23 with it).
-        And tf32x3 with twice its kernel's warps: the tensor cores for an incumbent at its register cap, where the
-        split operands of tf32x3 alone would spill (search_rank)."""
+        And tf32x3 with twice its kernel's warps, or with one of its tile's blocks halved: the tensor cores for an
+        incumbent at its register cap, where the split operands of tf32x3 alone would spill (search_rank)."""
         out: list[Candidate] = []
         if not any(k.has_dot for k in analysis.kernels.values()):
             return out  # elementwise blocks couple weakly with warps: more moves would only dilute the search
@@ -260,11 +273,14 @@ class SearchSteps(Proposer):
                 continue  # an elementwise kernel's block beside the GEMM: its warps are another kernel's
             out += self._through(analysis, skey, tile, seen,
                                  functools.partial(_couples, ratio=tile.new / tile.old, kernels=knob.kernels))
-        for precision in self._actions(analysis):  # the tensor cores with twice the warps (search_rank)
+        for precision in self._actions(analysis):  # the tensor cores, a thread lightened (search_rank)
             knob = analysis.knobs.get(precision.knob)
             if precision.kind != "input_precision" or precision.new != TENSOR_CORE_PRECISION or knob is None:
                 continue
-            out += self._through(analysis, skey, precision, seen, functools.partial(_doubles_warps, kernels=knob.kernels))
+            held = _accumulator(analysis, analysis.assignment, knob.kernels)
+            out += [c for c in self._through(analysis, skey, precision, seen,
+                                             functools.partial(_lightens_a_thread, kernels=knob.kernels))
+                    if held is None or (_accumulator(analysis, c.after, knob.kernels) or held) < held]
         return out
 
     def _through(self, analysis: Analysis, skey: str, first: Action, seen: set[str],
