@@ -43,9 +43,9 @@ operands: on an H100, Inductor's L1-1 start (A·B) gained 25% with tf32x3 and bl
 and 8 warps, while its L1-17 start (A·Bᵀ) gained about 70% with either (bench/results/2026-12-07-h100-tf32x3-tiles).
 Inductor's 128×128×32 GEMM template with 4 warps spills when compiled for sm_90 (Triton 3.6: 144 to 184 bytes
 of stack), and with tf32x3 some 700; with 8 warps neither does (bench/results/2026-12-07-cpu-tf32x3-compile).
-Held back behind the lightening moves, tf32x3 never came in five rounds of L1-17 (C = A·Bᵀ, its start at 0.51x of eager),
-while hand-written tf32x3 GEMMs measured up to 1.87x torch.compile's fp32 cuBLAS call at the main shapes of
-L1-17 (1.84x), L2-12 and L2-76, all of them x·Wᵀ, against 1.06x on L1-1 and L1-2 (H200, 2026-12-02).
+Held back behind the lightening moves, tf32x3 never came in five rounds of L1-17 (C = A·Bᵀ, its start at 0.51x
+of eager), while hand-written tf32x3 GEMMs measured up to 1.87x torch.compile's fp32 cuBLAS call at the main
+shapes of L1-17 (1.84x), L2-12 and L2-76, all of them x·Wᵀ, against 1.06x on L1-1 and L1-2 (H200, 2026-12-02).
 
 Like the bottleneck's favoured kinds (search_steps), it is a preference while any is left, not a prior: the
 first tier that has a candidate is the set the search chooses from; the next one comes when it is spent. The
@@ -187,8 +187,8 @@ def ranked(analysis: Analysis, candidates: list[Candidate], kinds_of: Callable[[
     fill the SMs, the moves that make more of them, then tf32x3, then the rest, then those that make fewer; else
     tf32x3 (alone, then with a lighter thread) unless the incumbent spills, where only tf32x3 with a lighter
     thread (twice the warps, half the output tile) comes first; then by its register room: with room, the growing
-    and structural moves, then the rest, then the shrinking ones; full, the moves that take registers off a thread, then the rest, then
-    those that put registers on. All of them where none of this applies."""
+    and structural moves, then the rest, then the shrinking ones; full, the moves that take registers off a
+    thread, then the rest, then those that put registers on. All of them where none of this applies."""
     if fills_sms(analysis, output_elements, sm_count) is False:
         assert output_elements is not None
         here = programs(analysis, analysis.assignment, output_elements) or 0.0

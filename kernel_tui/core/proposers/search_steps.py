@@ -93,10 +93,10 @@ def _couples(action: Action, ratio: float, kernels: frozenset[str], knobs: dict[
 
 def _lightens_a_thread(action: Action, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:
     """Twice the warps, or half of one of the tile's blocks, of a kernel in `kernels`: the partners of tf32x3 for
-    an incumbent at its register cap, kept where they halve the accumulator a thread holds (SearchSteps._coupled). Which one pays depends on the operands:
-    on an H100, Inductor's 128×128×32 start of L1-1 (A·B, B N-major) lost 13% with tf32x3 and 8 warps and gained
-    25% with tf32x3 and block_n 64, while on L1-17 (A·Bᵀ) both gained about 70% (bench/results/
-    2026-12-07-h100-tf32x3-tiles)."""
+    an incumbent at its register cap, kept where they halve the accumulator a thread holds (SearchSteps._coupled).
+    Which one pays depends on the operands: on an H100, Inductor's 128×128×32 start of L1-1 (A·B, B N-major) lost
+    13% with tf32x3 and 8 warps and gained 25% with tf32x3 and block_n 64, while on L1-17 (A·Bᵀ) both gained about
+    70% (bench/results/2026-12-07-h100-tf32x3-tiles)."""
     knob = knobs.get(action.knob)
     if knob is None or not knob.kernels & kernels or not isinstance(action.old, int):
         return False
@@ -108,7 +108,8 @@ def _lightens_a_thread(action: Action, kernels: frozenset[str], knobs: dict[str,
 def _accumulator(analysis: Analysis, assign: dict, kernels: frozenset[str]) -> float | None:
     """The fp32 accumulator a thread of `kernels`' tl.dot launches holds under `assign` (None: unknown)."""
     held = [t.accumulator_per_thread for t in analysis.dot_tiles(assign) if t.kernel in kernels]
-    return None if not held or None in held else max(h for h in held if h is not None)
+    known = [h for h in held if h is not None]
+    return max(known) if known and len(known) == len(held) else None
 
 
 @dataclass(frozen=True)
