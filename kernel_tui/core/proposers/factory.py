@@ -24,11 +24,13 @@ def default_kind(settings: AgentSettings) -> str:
 def build(kind: str, ws: Workspace, evaluator: Evaluator, settings: AgentSettings | None = None) -> Proposer:
     """`settings`: the agent's, loaded by the front end; the llm proposer needs them, the others do not."""
     if kind == "search":
-        from kernel_tui.core.proposers.search import SearchProposer
+        from kernel_tui.core.proposers.search import CompileRefused, SearchProposer
 
         def compiled(source: str) -> list:
             """What the compiler makes of a candidate's kernels, asked before it is timed (GPU only)."""
             result = evaluator.compile_facts(source)
+            if result.status.value == "compile_error":
+                raise CompileRefused(result.reason)
             return list(result.kernels) if result.status.value == "ok" else []
 
         def source_at(commit: str) -> str | None:

@@ -100,6 +100,10 @@ STATE_VERSION = 3
 MAX_RESOURCE_CHECKS = 4  # compiles per proposal at most (each ~1-2 s on a GPU); then the pick stands
 
 
+class CompileRefused(Exception):
+    """Raised by a `resources` callback for a source the compiler rejects: its one-line reason."""
+
+
 def resource_problem(facts: list[KernelFacts]) -> str | None:
     """Why compiled kernels cannot be fast, before any timing: registers spilled to local memory, or a block
     no SM can hold. (A low occupancy alone is no such reason: a good matmul often runs one block per SM.)"""
@@ -145,8 +149,9 @@ class SearchProposer(SearchSteps):
                  sources: Callable[[str], str | None] | None = None) -> None:
         """`analyze` reads a source's knobs; a caller may narrow what the search sees (a replay over a
         measured table passes one that cuts each knob's domain to the measured values). `resources` compiles
-        a source and returns what the compiler made of its kernels (on a GPU): a candidate whose kernels
-        spill registers or cannot be resident on an SM is skipped before any round is spent timing it.
+        a source and returns what the compiler made of its kernels (on a GPU), or raises CompileRefused: a
+        candidate the compiler rejects, or whose kernels spill registers or cannot be resident on an SM, is
+        skipped before any round is spent timing it.
         `device`: where candidates run ("cpu": Triton's interpreter; ProposerContext.device, where given,
         wins). `sources`: a commit's source (None where unknown), to read the person's rejections back from
         the trajectory (`search_refusals`)."""
@@ -227,8 +232,11 @@ class SearchProposer(SearchSteps):
             chosen = candidates[choose(scores, min(1.0, self.step / self.budget_hint), self.rng)]
             if self.resources is None or checks >= MAX_RESOURCE_CHECKS:
                 break
-            facts = self.resources(chosen.source)
-            problem = resource_problem(facts) or self._no_change(analysis, chosen, facts)
+            try:
+                facts = self.resources(chosen.source)
+                problem = resource_problem(facts) or self._no_change(analysis, chosen, facts)
+            except CompileRefused as exc:  # it would fail its round: on L1-95 ptxas rejected a load's two hints
+                facts, problem = [], f"it does not compile: {exc}"
             if problem is None:
                 chosen = at_occupancy(chosen, facts)
                 break
@@ -374,7 +382,10 @@ class SearchProposer(SearchSteps):
         assert self.resources is not None
         h = source_hash(analysis.source)
         if h not in self._facts:
-            self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
+            try:
+                self._facts = {h: self.resources(analysis.source)}  # one incumbent at a time
+            except CompileRefused:  # the incumbent ran; no facts is no reason to stop
+                self._facts = {h: []}
         return self._facts[h]
 
     def _no_change(self, analysis: Analysis, chosen: Candidate, facts: list[KernelFacts]) -> str | None:

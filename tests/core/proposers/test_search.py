@@ -446,6 +446,34 @@ def test_a_candidate_whose_kernels_spill_is_skipped_before_any_round_is_spent_on
     assert len(checked) == MAX_RESOURCE_CHECKS  # bounded: after that the pick stands (the gate will judge it)
 
 
+def test_a_candidate_the_compiler_rejects_is_skipped_before_timing_and_learned_as_a_failure():
+    # on an H100, L1-95's first round went to a load with two hints that ptxas rejects: the pre-check had
+    # compiled it and said nothing, since only facts came back
+    from kernel_tui.core.proposers.search import CompileRefused
+
+    def compiled(source: str) -> list:
+        if 'cache_modifier=".cg"' in source:
+            raise CompileRefused("a call: PTXASError: ptxas: line 154; error   : Unknown modifier")
+        return []
+
+    said: list[str] = []
+    p = SearchProposer(seed=0, resources=compiled)
+    p.on_activity = said.append
+    base = baseline("vector_add")
+    proposals = []
+    for r in range(1, 9):
+        prop = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[]))
+        assert prop is not None
+        proposals.append(prop)
+        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.01, latency=1.0,
+                            incumbent_latency=1.0))
+    assert all('cache_modifier=".cg"' not in x.source for x in proposals)
+    skipped = [s for s in said if s.startswith("skipped before timing:")]
+    assert skipped and all(s.endswith("it does not compile: a call: PTXASError: ptxas: line 154; error   : "
+                                      "Unknown modifier") for s in skipped)
+    assert p.outcomes[next(k for k in p.outcomes if k.endswith("=.cg"))][1] >= 1  # learned as a failure
+
+
 def test_when_every_one_step_move_spills_the_search_goes_on_with_the_far_ones():
     # in a tl.dot kernel one-step moves come first; when the compiler says each of the last few spills,
     # what is left is the far moves, not "nothing more to propose"
