@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 
 from kernel_tui.core.evaluator.kernel_facts import KernelFacts
-from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.same_program import launch_text, same_program
 from kernel_tui.core.proposers.search import SearchProposer
 from kernel_tui.core.proposers.transforms import analyze
 from tests.conftest import FIXTURES
+from tests.core.proposers.rounds import turned_down
 
 
 def baseline(name: str = "matmul") -> str:
@@ -57,17 +57,8 @@ def test_a_move_that_compiles_to_the_incumbents_code_costs_no_round():
         plain = source.replace(", warp_specialize=True", "").replace("tl.range(0, K, BLOCK_K)", "range(0, K, BLOCK_K)")
         return facts(hashlib.sha256(plain.encode()).hexdigest()[:32])
 
-    said: list[str] = []
     p = SearchProposer(seed=0, resources=compiled, device="cuda")
-    p.on_activity = said.append
-    proposals = []
-    for r in range(1, 16):
-        prop = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[],
-                                         bottleneck="compute", device="cuda"))
-        assert prop is not None
-        proposals.append(prop)
-        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.01, latency=1.0,
-                            incumbent_latency=1.0))
+    proposals, said = turned_down(p, base, 15, bottleneck="compute", device="cuda")
     assert all("warp_specialize=True" not in x.source for x in proposals)
     skipped = [s for s in said if s.startswith("skipped before timing:")]
     assert skipped == ["skipped before timing: warp-specialized K loop (tl.range warp_specialize=True): it compiled to "

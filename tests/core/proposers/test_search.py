@@ -18,6 +18,7 @@ from kernel_tui.core.proposers.base import Feedback, ProposerContext
 from kernel_tui.core.proposers.search import SearchProposer, state_key
 from kernel_tui.core.proposers.transforms import analyze, source_hash
 from tests.conftest import FIXTURES, ROOT
+from tests.core.proposers.rounds import turned_down
 
 SEEDS = range(5)
 
@@ -423,17 +424,9 @@ def test_a_candidate_whose_kernels_spill_is_skipped_before_any_round_is_spent_on
         asked.append(source)
         return [spilling] if "BLOCK_SIZE = 1024" in source else []
 
-    said: list[str] = []
     p = SearchProposer(seed=0, resources=compiled)
-    p.on_activity = said.append
     base = baseline("vector_add")
-    proposals = []
-    for r in range(1, 11):
-        prop = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[]))
-        assert prop is not None
-        proposals.append(prop)
-        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.01, latency=1.0,
-                            incumbent_latency=1.0))
+    proposals, said = turned_down(p, base, 10)
     assert asked and all("BLOCK_SIZE = 1024" not in x.source for x in proposals)
     skipped = [s for s in said if s.startswith("skipped before timing:")]
     assert skipped and all("spills 12 registers" in s for s in skipped)
@@ -456,17 +449,8 @@ def test_a_candidate_the_compiler_rejects_is_skipped_before_timing_and_learned_a
             raise CompileRefused("a call: PTXASError: ptxas: line 154; error   : Unknown modifier")
         return []
 
-    said: list[str] = []
     p = SearchProposer(seed=0, resources=compiled)
-    p.on_activity = said.append
-    base = baseline("vector_add")
-    proposals = []
-    for r in range(1, 9):
-        prop = p.propose(ProposerContext(round=r, best_source=base, baseline_source=base, history=[]))
-        assert prop is not None
-        proposals.append(prop)
-        p.feedback(Feedback(round=r, status="ok", accepted=False, reason="", improvement=-0.01, latency=1.0,
-                            incumbent_latency=1.0))
+    proposals, said = turned_down(p, baseline("vector_add"), 8)
     assert all('cache_modifier=".cg"' not in x.source for x in proposals)
     skipped = [s for s in said if s.startswith("skipped before timing:")]
     assert skipped and all(s.endswith("it does not compile: a call: PTXASError: ptxas: line 154; error   : "
