@@ -162,6 +162,11 @@ class Evaluator:
         self.unconfined = unconfined or os.environ.get("KERNEL_TUI_UNCONFINED", "0") == "1"
 
     @property
+    def confined(self) -> bool:
+        """Workers run in the sandbox and refuse to run where a layer of it is missing."""
+        return self._sandbox is not None and not self.unconfined
+
+    @property
     def address_space_limit(self) -> int | None:
         """The sandbox's address-space limit on a worker (the CPU interpreter's), if any."""
         return self._sandbox.max_address_space if self._sandbox else None

@@ -34,6 +34,10 @@ from kernel_tui.core.workspace import PROFILES_REF, Workspace
 _MACHINE_PROBLEMS = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "not supported", "Failed to load", "injection",
                      "no private network for the profiler")
 
+# what one Profiler learned about the machine holds for every later one in this process (a suite opens one a
+# task): keyed by the ncu and whether workers are confined, each found off costs a profiled worker's start
+_MACHINE_OFF: dict[tuple[str, bool], str] = {}
+
 
 class ProfileRecord(BaseModel):
     """One profile of one version, or why there is none."""
@@ -101,7 +105,15 @@ class Profiler:
             return f"profiles need Nsight Compute: {ENV_VAR}={chosen} is not an executable file"
         if self.ncu is None:
             return "profiles need Nsight Compute: ncu was not found (install it, or set KERNEL_TUI_NCU=/path/to/ncu)"
-        return None
+        return _MACHINE_OFF.get(self._machine)
+
+    @property
+    def _machine(self) -> tuple[str, bool]:
+        return str(self.ncu), self.evaluator.confined
+
+    def _machine_off(self, why: str) -> str:
+        self.off = _MACHINE_OFF[self._machine] = f"profiles are off on this machine: {why}"
+        return self.off
 
     def profile(self, sha: str) -> ProfileRecord:
         """Profile one version now and store the result (an unavailable or cancelled one is not stored)."""
@@ -134,8 +146,7 @@ class Profiler:
                 "device_name": result.environment.device_name if result.environment else ""}
         why = failure_reason(log, None)
         if why is not None and (any(word in log for word in _MACHINE_PROBLEMS) or refused_command_line(log)):
-            self.off = f"profiles are off on this machine: {why}"
-            return ProfileRecord(status="unavailable", reason=self.off, **base)
+            return ProfileRecord(status="unavailable", reason=self._machine_off(why), **base)
         if result.status is Status.timeout and not self.evaluator.cancel.is_set():
             # a run that never ends under ncu (it could not reach the process, or replays far too slowly)
             # would hold every later accepted round as long: say so once and stop
@@ -145,8 +156,7 @@ class Profiler:
         if result.status is Status.evaluator_fault and result.reason.startswith(UNCONFINED_REFUSAL):
             # a sandbox layer this machine cannot give a profiled worker (root under ncu, say): every later
             # profile would be refused alike, so say it once and stop asking
-            self.off = f"profiles are off on this machine: {result.reason}"
-            return ProfileRecord(status="unavailable", reason=self.off, **base)
+            return ProfileRecord(status="unavailable", reason=self._machine_off(result.reason), **base)
         if result.status is not Status.ok:
             said = f"; {why}" if why is not None and "==ERROR==" in log else ""  # ncu's own word says more
             return ProfileRecord(status="failed",

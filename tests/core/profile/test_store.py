@@ -166,6 +166,13 @@ def test_a_machine_that_cannot_confine_a_profiled_worker_turns_profiles_off_once
     assert first.status == "unavailable" and profiler.off == f"profiles are off on this machine: {why}"
     assert stored(ws, ws.baseline.hexsha) is None
     assert profiler.profile(ws.baseline.hexsha).status == "unavailable" and len(calls) == 1  # not asked again
+    # a later task's profiler in this process (a suite opens one a task) knows it without a worker's start,
+    # unless its workers may run unconfined
+    for unconfined, off in ((False, profiler.off), (True, None)):
+        later_ev = Evaluator(ws.task, device="cpu", workdir=tmp_path / f"later-{unconfined}", unconfined=unconfined)
+        monkeypatch.setattr(later_ev, "device", "cuda")
+        assert Profiler(Workspace.open(ws.root), later_ev, ncu=ncu).off == off
+        later_ev.close()
     # any other fault of the evaluator is this version's failed profile, and the next version is profiled
     other = gpu_profiler(Workspace.open(ws.root), Evaluator(ws.task, device="cpu", workdir=tmp_path / "e2"), ncu)
     monkeypatch.setattr(other.evaluator, "profile", lambda *a, **k: (WorkerResult(status=Status.evaluator_fault,
