@@ -38,9 +38,11 @@ one() {  # one problem file: import (eager), then torch.compile's kernels as the
     *:kept*) status=kept ;;
     *) status=refused; line=${line:-$(printf '%s\n' "$out" | tail -1)} ;;
   esac
-  # a check that found too little GPU memory free beside the other problems', or a compile that ran out of it,
-  # is taken again alone, after them
-  if [ -z "${ALONE:-}" ] && [[ "$line" == *"does not fit in device memory"* || "$line" == *OutOfMemoryError* ]]; then
+  # a check that found too little GPU memory free beside the other problems', or a compile that ran out of it
+  # (torch's OutOfMemoryError, or the driver's own word through an AcceleratorError), is taken again alone,
+  # after them
+  if [ -z "${ALONE:-}" ] && [[ "$line" == *"does not fit in device memory"* || "$line" == *OutOfMemoryError* \
+        || "$line" == *"CUDA error: out of memory"* ]]; then
     echo "$f" >> "$WORK/alone.txt"; echo "$(date +%T) $key again alone: too little memory beside the others" >> "$OUT/coverage.log"
     return 0
   fi
