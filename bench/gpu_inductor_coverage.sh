@@ -16,18 +16,23 @@ OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; KB=${KB:-.ker
 mkdir -p "$WORK/tasks" "$WORK/captures"; touch "$WORK/coverage.tsv"
 export DEVICE=${DEVICE:-cuda} OUT PY WORK PER=${PER:-240} END=$(( $(date +%s) + ${LIMIT:-540} ))
 
-one() {  # one problem file: import (eager), then torch.compile's kernels as the start; one line to coverage.tsv
+imported() {  # import one problem file (eager), unless done; a problem the import refuses is counted with its line
+  f=$1; level=$(basename "$(dirname "$f")"); key=$level/$(basename "$f" .py); task=$WORK/tasks/$key
+  [ -f "$task/task.json" ] && return 0
+  grep -q "^$key	" "$WORK/coverage.tsv" && return 1
+  [ "$(( END - $(date +%s) ))" -lt 60 ] && return 1
+  said=$($PY -m kernel_tui import kernelbench "$f" --out "$task" --force 2>&1)
+  [ -f "$task/task.json" ] && return 0
+  printf '%s\tnot imported\t%s\n' "$key" "$(printf '%s\n' "$said" | tail -1 | tr '\t' ' ' | cut -c1-300)" \
+    >> "$WORK/coverage.tsv"
+  echo "$(date +%T) $key not imported" >> "$OUT/coverage.log"; return 1
+}
+
+one() {  # one problem file: imported, then torch.compile's kernels as the start; one line to coverage.tsv
   f=$1; level=$(basename "$(dirname "$f")"); key=$level/$(basename "$f" .py)
   left=$(( END - $(date +%s) )); [ "$left" -lt 60 ] && exit 0
   per=$(( left < PER ? left : PER )); task=$WORK/tasks/$key
-  if [ ! -f "$task/task.json" ]; then  # a problem the import refuses is counted with the import's own line
-    imported=$($PY -m kernel_tui import kernelbench "$f" --out "$task" --force 2>&1)
-    if [ ! -f "$task/task.json" ]; then
-      printf '%s\tnot imported\t%s\n' "$key" "$(printf '%s\n' "$imported" | tail -1 | tr '\t' ' ' | cut -c1-300)" \
-        >> "$WORK/coverage.tsv"
-      echo "$(date +%T) $key not imported" >> "$OUT/coverage.log"; return 0
-    fi
-  fi
+  imported "$f" || return 0
   out=$(timeout "$per" $PY -m kernel_tui start-from-inductor "$task" --device "${DEVICE:-cuda}" --timeout "$per" \
         --keep-capture "$WORK/captures/${key/\//_}.json" 2>&1)
   rc=$?
@@ -49,7 +54,7 @@ one() {  # one problem file: import (eager), then torch.compile's kernels as the
   printf '%s\t%s\t%s\n' "$key" "$status" "$(echo "$line" | tr '\t' ' ' | cut -c1-300)" >> "$WORK/coverage.tsv"
   echo "$(date +%T) $key $status" >> "$OUT/coverage.log"
 }
-export -f one
+export -f imported one
 
 for level in ${LEVELS:-1 2}; do
   for f in $(ls "$KB/level$level"/*.py | sort -V); do
@@ -61,6 +66,8 @@ for level in ${LEVELS:-1 2}; do
 done | xargs -P "${JOBS:-4}" -I{} bash -c 'one "$1"' _ {}
 if [ -s "$WORK/alone.txt" ]; then
   sort -u "$WORK/alone.txt" > "$WORK/alone.todo"; : > "$WORK/alone.txt"
+  # their imports need no GPU: all of them at once first, so that the GPU does not wait on one
+  xargs -P "${JOBS:-4}" -I{} bash -c 'imported "$1"' _ {} < "$WORK/alone.todo"
   ALONE=1 xargs -P 1 -I{} bash -c 'one "$1"' _ {} < "$WORK/alone.todo"
   # those the time cut off are taken again by the next call
   while read -r f; do key=$(basename "$(dirname "$f")")/$(basename "$f" .py)
