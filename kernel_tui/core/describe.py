@@ -36,6 +36,7 @@ STRUCTURAL_WORDS = {
     "epilogue": "epilogue fused into the GEMM",
     "k_mask": "unmasked K loop when K is a multiple of its block",
     "launch_order": "grouped launch order",
+    "sizes": "sizes as compile-time constants",
 }
 
 

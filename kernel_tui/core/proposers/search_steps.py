@@ -54,6 +54,10 @@ FAVOURED_KINDS["latency"] |= {"epilogue"}
 # Warp specialization (warp_specialize.py) where the multiply-adds bound the kernel: loads issued by warps of their
 # own keep the tensor cores' warps on the dot.
 FAVOURED_KINDS["compute"] |= {"warp_specialize"}
+# Sizes as compile-time constants (sizes.py) where memory or latency bounds the kernel: index math that divides by
+# a runtime size costs an integer division per element, a constant divisor a multiply and a shift.
+FAVOURED_KINDS["memory"] |= {"sizes"}
+FAVOURED_KINDS["latency"] |= {"sizes"}
 
 
 # Knob kinds Triton's CPU interpreter ignores (triton/runtime/interpreter.py, Triton 3.x): a launch's num_warps
@@ -71,6 +75,8 @@ INTERPRETER_IGNORES = frozenset({"num_warps", "num_stages", "eviction_policy", "
 INTERPRETER_IGNORES |= {"split_k", "splits"}
 # And warp specialization: a keyword of tl.range, which the interpreter drops with the others.
 INTERPRETER_IGNORES |= {"warp_specialize"}
+# And sizes as constants: the interpreter evaluates the index math with numpy, divisor constant or not.
+INTERPRETER_IGNORES |= {"sizes"}
 
 
 def _couples(action: Action, ratio: float, kernels: frozenset[str], knobs: dict[str, Knob]) -> bool:

@@ -29,30 +29,30 @@ EXPECTED = {
     "vector_add": {
         "const:BLOCK_SIZE": 256, "launch:add_kernel:0:num_warps": 4,
         "kernel:add_kernel:eviction_policy": "", "kernel:add_kernel:cache_modifier": "",
-        "kernel:add_kernel:grid": "one program per tile",
+        "kernel:add_kernel:grid": "one program per tile", "kernel:add_kernel:sizes": "runtime",
     },
     "silu_mul": {
         "const:BLOCK_SIZE": 256, "launch:silu_mul_kernel:0:num_warps": 4,
         "kernel:silu_mul_kernel:eviction_policy": "", "kernel:silu_mul_kernel:cache_modifier": "",
-        "kernel:silu_mul_kernel:grid": "one program per tile",
+        "kernel:silu_mul_kernel:grid": "one program per tile", "kernel:silu_mul_kernel:sizes": "runtime",
     },
     "softmax": {
         "launch:softmax_kernel:0:num_warps": 4,
         "kernel:softmax_kernel:eviction_policy": "", "kernel:softmax_kernel:cache_modifier": "",
-        "kernel:softmax_kernel:grid": "one program per tile",
+        "kernel:softmax_kernel:grid": "one program per tile", "kernel:softmax_kernel:sizes": "runtime",
     },
     "rmsnorm": {
         "const:BLOCK_SIZE": 256, "launch:rmsnorm_kernel:0:num_warps": 4,
         "launch:rmsnorm_kernel:0:num_stages": 3,  # absent: inserted at Triton's default
         "loop:rmsnorm_kernel:0:unroll": 1, "loop:rmsnorm_kernel:1:unroll": 1,
         "kernel:rmsnorm_kernel:eviction_policy": "", "kernel:rmsnorm_kernel:cache_modifier": "",
-        "kernel:rmsnorm_kernel:grid": "one program per tile",
+        "kernel:rmsnorm_kernel:grid": "one program per tile", "kernel:rmsnorm_kernel:sizes": "runtime",
     },
     "row_sum": {
         "const:BLOCK_SIZE": 128, "launch:row_sum_kernel:0:num_warps": 4, "launch:row_sum_kernel:0:num_stages": 3,
         "loop:row_sum_kernel:0:unroll": 1,
         "kernel:row_sum_kernel:eviction_policy": "", "kernel:row_sum_kernel:cache_modifier": "",
-        "kernel:row_sum_kernel:grid": "one program per tile",
+        "kernel:row_sum_kernel:grid": "one program per tile", "kernel:row_sum_kernel:sizes": "runtime",
     },
     "matmul": {
         "const:BLOCK_M": 64, "const:BLOCK_N": 64, "const:BLOCK_K": 32,

@@ -24,7 +24,9 @@ without changing what the program computes:
 * `loop_unroll_factor` of a kernel's loops that load (the loop becomes `tl.range(...)`);
 * which loop of a tl.dot kernel is warp-specialized (`tl.range(..., warp_specialize=True)`: the K loop, a
   persistent grid's tile loop, or none), in a kernel of at least 4 warps;
-* the eviction policy and the cache modifier of a kernel's `tl.load`s.
+* the eviction policy and the cache modifier of a kernel's `tl.load`s;
+* a kernel's size and stride parameters as `tl.constexpr` (compiled once per shape, as torch.compile does
+  without dynamic shapes: index math divides by constants).
 
 Every knob is found by an applicability check that errs on the side of offering less: a block that
 must cover a row (`BLOCK = next_power_of_2(n_cols)`, or a literal block used only as a tensor shape) is
@@ -38,7 +40,7 @@ No torch, no triton import: only `ast` (and `importlib.metadata` to read Triton'
 
 The package: `text` (edits as byte spans), `names` (what an AST name stands for), `knobs` (values,
 bounds, Knob and Action), `analysis` (discovery and the public API), `families`, `launch_order`, `even_k`,
-`persistent`, `tensor_descriptors`, `split_k`, `epilogue` and `warp_specialize` (the knob families; `epilogue_tail` reads the
+`persistent`, `tensor_descriptors`, `split_k`, `epilogue`, `warp_specialize` and `sizes` (the knob families; `epilogue_tail` reads the
 elementwise kernel an epilogue fusion moves), `constraints` (the sanity bounds).
 """
 

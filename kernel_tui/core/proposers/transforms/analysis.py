@@ -31,6 +31,8 @@ from kernel_tui.core.proposers.transforms.knobs import (
 from kernel_tui.core.proposers.transforms.launch_order import GroupedLaunchOrder
 from kernel_tui.core.proposers.transforms.names import import_aliases, int_value
 from kernel_tui.core.proposers.transforms.persistent import ONE_PER_SM, PersistentGrid
+from kernel_tui.core.proposers.transforms.sizes import SizeConstants
+from kernel_tui.core.proposers.transforms.sizes import describe as describe_sizes
 from kernel_tui.core.proposers.transforms.split_k import SplitK
 from kernel_tui.core.proposers.transforms.split_k import describe as describe_split_k
 from kernel_tui.core.proposers.transforms.tensor_descriptors import TensorDescriptorLoads
@@ -40,7 +42,7 @@ from kernel_tui.core.proposers.transforms.warp_specialize import describe as des
 
 
 class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, TensorDescriptorLoads, SplitK,
-               EpilogueFusion, WarpSpecialization, SanityBounds):
+               EpilogueFusion, WarpSpecialization, SizeConstants, SanityBounds):
     """The knobs of one source and the actions that change one of them (valid by construction)."""
 
     def __init__(self, source: str, *, allow_unroll: bool | None = None) -> None:
@@ -82,6 +84,7 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             self._split_k_knobs()
             self._epilogue_knobs()
             self._warp_specialize_knobs()
+            self._size_knobs()
             self._sanity_constraints()
         except (ValueError, KeyError, IndexError, AttributeError, TypeError, RecursionError):
             # a source this analysis misreads somewhere: better no knob than a wrong one
@@ -162,6 +165,8 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             return describe_epilogue(knob)
         if knob.kind == "warp_specialize":
             return describe_warp_specialize(knob, new, self._kernel_count())
+        if knob.kind == "sizes":
+            return describe_sizes(knob, new, self._kernel_count())
         if knob.kind == "grid":
             where = f" ({knob.label})" if self._kernel_count() > 1 else ""
             return f"persistent grid over the SMs{where}: programs loop over the tiles, {ONE_PER_SM}"

@@ -43,6 +43,7 @@ STRUCTURAL_KINDS |= {"epilogue"}  # epilogue.py
 # warp_specialize.py: a keyword, but a change of how the compiler splits the loop's work among warps, and a move
 # the agent should hear of with the others
 STRUCTURAL_KINDS |= {"warp_specialize"}
+STRUCTURAL_KINDS |= {"sizes"}  # sizes.py: parameters become constexpr, so a kernel compiles per shape
 # the constexpr the unmasked K loop adds (even_k.py), computed at launch from the block it guards
 EVEN_K_GUARD = "EVEN_K"
 # the constexpr the tensor-descriptor loads add (tensor_descriptors.py), computed at launch from the operands' layout
@@ -79,7 +80,7 @@ class Knob:
     id: str  # stable across edits: const:BLOCK_SIZE, launch:add_kernel:0:num_warps, kernel:k:eviction_policy
     kind: str  # block, factor, group, num_warps, num_stages, unroll, eviction_policy, cache_modifier, launch_order,
     # k_mask, grid, loads
-    # split_k, splits (split_k.py), epilogue (epilogue.py), warp_specialize (warp_specialize.py)
+    # split_k, splits (split_k.py), epilogue (epilogue.py), warp_specialize (warp_specialize.py), sizes (sizes.py)
     label: str  # how the change text names it
     value: int | str
     domain: tuple  # the values it may take (the assignment's constraints come on top)
