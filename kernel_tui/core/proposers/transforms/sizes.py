@@ -7,7 +7,10 @@ index math divides by runtime sizes (`x1 = (xindex // ks0) % ks1`); the same ker
 what a user's torch.compile runs.
 
 Semantics-preserving: with each value substituted the kernel computes exactly what it did; what changes is
-that a new value means a new compile (a task has a few shapes, each compiled before it is timed).
+that a new value means a new compile (a task has a few shapes, each compiled before it is timed). One
+difference of types remains: Triton types a constant from 2**31 to 2**32 - 1 as unsigned 32-bit, a runtime
+argument of that size as 64-bit, so 32-bit index math with such a size could wrap where it did not; the
+correctness check at every shape of the task judges the result, as it does every candidate's.
 
 Offered per kernel, all its size parameters at once, where
 - the kernel is neither autotuned nor given @triton.jit options, and is launched, only with plain arguments,
