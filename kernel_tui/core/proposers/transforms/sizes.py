@@ -204,10 +204,11 @@ class SizeConstants:
                 return True
             if isinstance(func, ast.Attribute) and func.attr in ("cdiv", "next_power_of_2"):
                 return not strict
-            if isinstance(func, ast.Name) and func.id in ("len", "min", "max", "int"):
-                return True if func.id == "len" else (
-                    False if any(sub(a) is False for a in expr.args) else True if func.id == "int" else
-                    None if any(sub(a) is None for a in expr.args) else True)
+            if isinstance(func, ast.Name) and func.id == "len":
+                return True
+            if isinstance(func, ast.Name) and func.id in ("min", "max", "int"):  # of sizes, a size
+                found = [sub(a) for a in expr.args]
+                return False if False in found or not found else None if None in found else True
             return False
         if isinstance(expr, ast.Name):
             name = expr.id
