@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The search's sizes-as-constants move (transforms/sizes.py) on a GPU: for each task, its start with the move
+# made by the search's own Analysis.apply, one gate decision against that start (`kernel-tui eval`).
+#   TASKS: task folders (default: the suite's three problems without a GEMM, from the suite's work folder
+#   .kt-inductor-suite/, unpacked from .kt-inductor-suite.tgz where only that is there: carry it)
+#   DEVICE (default cuda), EVAL_LIMIT (seconds a decision, default 180)
+# Writes $OUT/sizes.log (one line a task) and $OUT/sizes.tgz (each task's candidate and `eval --json`).
+set -u
+OUT=${OUT:-bench/results/raw}; mkdir -p "$OUT"; PY=${PY:-python3}; WORK=.kt-inductor-suite
+[ ! -d "$WORK" ] && [ -f "$WORK.tgz" ] && tar xzf "$WORK.tgz"
+TASKS=${TASKS:-"$WORK/tasks/44_Average_Pooling_1D $WORK/tasks/49_Max_reduction_over_a_dimension $WORK/tasks/95_CrossEntropyLoss"}
+R=$(mktemp -d)/sizes; mkdir -p "$R"
+for task in $TASKS; do
+  name=$(basename "$task"); t0=$(date +%s)
+  # every kernel's sizes move, one after another: the candidate the search reaches in as many rounds
+  if ! $PY - "$task/baseline.py" "$R/$name.py" > "$R/$name.moves" 2>&1 <<'EOF'
+import sys
+from kernel_tui.core.proposers.transforms import analyze
+source = open(sys.argv[1]).read()
+while moves := [a for a in analyze(source).actions() if a.kind == "sizes"]:
+    print(moves[0].change)
+    source = analyze(source).apply(moves[0])
+open(sys.argv[2], "w").write(source)
+EOF
+  then echo "$name: no candidate: $(tail -1 "$R/$name.moves")" >> "$OUT/sizes.log"; continue; fi
+  [ -s "$R/$name.moves" ] || { echo "$name: no sizes move applies" >> "$OUT/sizes.log"; continue; }
+  timeout "${EVAL_LIMIT:-180}" $PY -m kernel_tui eval --task "$task" --candidate "$R/$name.py" --device "${DEVICE:-cuda}" \
+    --json > "$R/$name.json" 2> "$R/$name.err"
+  $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d['status'], \
+'start %.1f us, candidate %.1f us;' % (d['incumbent_seconds']*1e6, d['candidate_seconds']*1e6) \
+if d.get('candidate_seconds') else '', d['reason'][:200])" "$R/$name.json" "$name" >> "$OUT/sizes.log" 2>&1 \
+    || echo "$name: eval failed: $(tail -1 "$R/$name.err")" >> "$OUT/sizes.log"
+  echo "$name: $(( $(date +%s) - t0 )) s ($(paste -sd';' "$R/$name.moves"))" >> "$OUT/sizes.log"
+  [ -s "$R/$name.err" ] || rm -f "$R/$name.err"
+done
+tar czf "$OUT/sizes.tgz" -C "$(dirname "$R")" sizes
+echo done
