@@ -58,11 +58,12 @@ class SizeConstants:
     consts: dict[str, ast.Constant]
     _editors: dict[str, Callable[[int | str], list[Edit]]]
 
-    if TYPE_CHECKING:  # provided by Analysis
+    if TYPE_CHECKING:  # provided by Analysis and its other mixins
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
         def _names(self, node: ast.AST) -> set[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
         def _resolve(self, node: ast.AST) -> str | None: ...
+        def _rebound(self, host: ast.FunctionDef, *, params: bool = False) -> set[str]: ...  # EpilogueFusion
 
     def _size_knobs(self) -> None:
         if self.tl is None:
@@ -222,35 +223,26 @@ class SizeConstants:
                 return False if ann is not None or strict else None
             if name in seen:
                 return False
-            values = self._host_values(host, name)
-            if len(values) != 1:
-                return False
-            value = values[0]
-            if value is _FROM_SHAPE:
-                return True
+            value = self._host_value(host, name)
+            if not isinstance(value, ast.expr):
+                return value is _FROM_SHAPE
             return self._host_int(value, host, strict=strict, seen=seen | {name})
         return False
 
-    def _host_values(self, host: ast.FunctionDef, name: str) -> list:
-        """What the host assigns to `name`: each value (a tuple unpacked from `x.shape` gives _FROM_SHAPE)."""
-        out: list = []
+    def _host_value(self, host: ast.FunctionDef, name: str) -> ast.expr | object | None:
+        """The one value the host assigns to `name` by `=` (_FROM_SHAPE for a tuple unpacked from `x.shape`); None
+        where it stores it any other way or more than once (a loop's variable, `+=`: epilogue's `_rebound`)."""
+        if name in self._rebound(host):
+            return None
         for n in self._walk(host):
-            if isinstance(n, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)) and name in self._stored(n):
-                out.extend([None, None])  # changed in place or bound by a loop: not one value
             if not isinstance(n, ast.Assign):
                 continue
             for t in n.targets:
                 if isinstance(t, ast.Name) and t.id == name:
-                    out.append(n.value)
-                elif isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts):
-                    shape = isinstance(n.value, ast.Attribute) and n.value.attr == "shape"
-                    out.append(_FROM_SHAPE if shape else None)
-        return out
-
-    def _stored(self, node: ast.AST) -> set[str]:
-        targets = [node.target] if isinstance(node, (ast.AugAssign, ast.For, ast.NamedExpr)) else [
-            i.optional_vars for i in node.items if i.optional_vars is not None] if isinstance(node, ast.With) else []
-        return {x.id for t in targets for x in self._walk(t) if isinstance(x, ast.Name)}
+                    return n.value
+                if isinstance(t, ast.Tuple) and any(isinstance(e, ast.Name) and e.id == name for e in t.elts):
+                    return _FROM_SHAPE if isinstance(n.value, ast.Attribute) and n.value.attr == "shape" else None
+        return None
 
     def _constexpr_edits(self, k: Kernel, params: list[str]) -> list[Edit]:
         args = {a.arg: a for a in k.node.args.posonlyargs + k.node.args.args}
