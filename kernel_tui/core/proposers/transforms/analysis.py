@@ -8,6 +8,7 @@ The knob families (`families`, `launch_order`, `even_k`, `persistent`, `tensor_d
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable
 
 from kernel_tui.core.astutil import dotted_name
@@ -106,6 +107,10 @@ class Analysis(KnobFamilies, GroupedLaunchOrder, EvenKLoop, PersistentGrid, Tens
             got = {n.id for n in self._walk(node) if isinstance(n, ast.Name)}
             self._name_sets[id(node)] = got
         return got
+
+    def _stores(self, node: ast.AST) -> Counter[str]:
+        """How many times each name is bound (assigned, augmented, a loop's target) within `node`."""
+        return Counter(n.id for n in self._walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
 
     # --- public ---------------------------------------------------------------------------------
     @property

@@ -20,6 +20,7 @@ the guard would go stale), K by any expression. `mask_k = k_idx < K` becomes a c
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ class EvenKLoop:
 
     if TYPE_CHECKING:  # provided by Analysis
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
+        def _stores(self, node: ast.AST) -> Counter[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
 
     def _even_k_knobs(self) -> None:
@@ -147,8 +149,7 @@ class EvenKLoop:
                    if isinstance(x, ast.Name)}
         if var in rebound or extent.id in rebound or block in rebound:
             return None
-        def stores(name: str) -> int:
-            return sum(1 for n in self._walk(loop) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+        stores = self._stores(loop)
 
         index = None
         for stmt in loop.body:
@@ -158,14 +159,14 @@ class EvenKLoop:
             if (index is None and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
                     and var in (_name(value.left), _name(value.right))
                     and aranges.get(_name(value.right if _name(value.left) == var else value.left) or "") == block):
-                if stores(name) != 1:
+                if stores[name] != 1:
                     return None
                 index = name
                 continue
             if (index is not None and isinstance(value, ast.Compare) and len(value.ops) == 1
                     and isinstance(value.ops[0], ast.Lt) and _name(value.left) == index
                     and _name(value.comparators[0]) == extent.id):
-                if stores(name) != 1:
+                if stores[name] != 1:
                     return None
                 return stmt, name, extent.id, block
         return None

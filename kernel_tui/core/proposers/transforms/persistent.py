@@ -36,6 +36,7 @@ other than as a plain name (`tl.program_id(0).to(tl.int64)`, or a pid whose attr
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,7 @@ class PersistentGrid:
 
     if TYPE_CHECKING:  # provided by Analysis
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
+        def _stores(self, node: ast.AST) -> Counter[str]: ...
         def _names(self, node: ast.AST) -> set[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
         def _is_range(self, call: ast.Call) -> bool: ...
@@ -147,7 +149,7 @@ class PersistentGrid:
             return None
         if any(isinstance(n, (ast.Return, ast.Global, ast.Nonlocal, ast.Lambda)) for n in self._walk(k.node)):
             return None
-        stores = [n.id for n in self._walk(k.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        stores = self._stores(k.node)
         if set(stores) & set(k.params):  # a parameter rebound: the next tile would start from the new value
             return None
         pid = self._pid_read(k, stores)
@@ -164,7 +166,7 @@ class PersistentGrid:
         signature = insert_argument(self.text, (self.text.start(last), self.text.end(last)), close, "num_tiles")
         return [signature, body, *host]
 
-    def _pid_read(self, k: Kernel, stores: list[str]) -> tuple[ast.Call, str] | None:
+    def _pid_read(self, k: Kernel, stores: Counter[str]) -> tuple[ast.Call, str] | None:
         """The kernel's one program id read, `pid = tl.program_id(0)` (or an expression of it) at the body's
         top level, and the text that stands for it in the loop."""
         reads = [c for c in self._walk(k.node) if isinstance(c, ast.Call) and self._is_tl(c.func, "program_id", "num_programs")]
@@ -179,7 +181,7 @@ class PersistentGrid:
                              and isinstance(stmt.targets[0], ast.Name)):
             return None
         name = stmt.targets[0].id
-        if stores.count(name) != 1:
+        if stores[name] != 1:
             return None
         held = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name
                    for n in self._walk(k.node))

@@ -28,6 +28,7 @@ The move is one-way: once the sizes are constants, the knob stays to say so and 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,7 @@ class SizeConstants:
     if TYPE_CHECKING:  # provided by Analysis and its other mixins
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
         def _names(self, node: ast.AST) -> set[str]: ...
+        def _stores(self, node: ast.AST) -> Counter[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
         def _resolve(self, node: ast.AST) -> str | None: ...
         def _rebound(self, host: ast.FunctionDef, *, params: bool = False) -> set[str]: ...  # EpilogueFusion
@@ -164,7 +166,7 @@ class SizeConstants:
         return out & set(k.params)
 
     def _assigned(self, k: Kernel) -> set[str]:
-        return {n.id for n in self._walk(k.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        return set(self._stores(k.node))
 
     def _passed_on(self, k: Kernel) -> set[str]:
         """Names passed to a function that is neither Triton's nor a plain builtin (a @triton.jit helper may

@@ -108,6 +108,7 @@ class TensorDescriptorLoads:
 
     if TYPE_CHECKING:  # provided by Analysis (and EvenKLoop)
         def _walk(self, node: ast.AST) -> list[ast.AST]: ...
+        def _stores(self, node: ast.AST) -> Counter[str]: ...
         def _names(self, node: ast.AST) -> set[str]: ...
         def _is_tl(self, node: ast.AST, *names: str) -> bool: ...
         def _is_range(self, call: ast.Call) -> bool: ...
@@ -167,7 +168,7 @@ class TensorDescriptorLoads:
         if not loops:
             return None
         loop = loops[-1]  # the innermost (a persistent kernel's loop over tiles holds the K loop)
-        stores = Counter(n.id for n in self._walk(k.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        stores = self._stores(k.node)
         operands = [self._tma_operand(k, launch, loop, stores, _name(x) or "") for x in dot.args[:2]]
         if operands[0] is None or operands[1] is None:
             return None
