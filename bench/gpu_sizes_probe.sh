@@ -34,9 +34,7 @@ EOF
   timeout "${EVAL_LIMIT:-180}" $PY -m kernel_tui eval --task "$task" --candidate "$R/$name.py" --device "${DEVICE:-cuda}" \
     --json > "$R/$name.json" 2> "$R/$name.err"
   [ $? = 124 ] && echo "over ${EVAL_LIMIT:-180} s" >> "$R/$name.err"
-  $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d['status'], \
-'start %.1f us, candidate %.1f us;' % (d['incumbent_seconds']*1e6, d['candidate_seconds']*1e6) \
-if d.get('candidate_seconds') else '', d['reason'][:200])" "$R/$name.json" "$name" >> "$OUT/sizes.log" 2>/dev/null \
+  $PY bench/eval_line.py "$name" "$R/$name.json" >> "$OUT/sizes.log" \
     || echo "$name: eval failed: $(tail -1 "$R/$name.err")" >> "$OUT/sizes.log"
   echo "$name: $(( $(date +%s) - t0 )) s ($(paste -sd';' "$R/$name.moves"))" >> "$OUT/sizes.log"
   [ -s "$R/$name.err" ] || rm -f "$R/$name.err"

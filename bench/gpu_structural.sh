@@ -21,9 +21,7 @@ for name in $names; do
   timeout "${EVAL_LIMIT:-150}" $PY -m kernel_tui eval --task fixtures/matmul --incumbent "$inc" --candidate "$D/$name.py" \
     --device cuda --json > "$R/$name.json" 2> "$R/$name.err"
   rc=$?
-  $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d['status'], \
-'inc %.1f us cand %.1f us' % (d['incumbent_seconds']*1e6, d['candidate_seconds']*1e6) if d.get('candidate_seconds') else '', \
-d['reason'][:160])" "$R/$name.json" "$name" >> "$OUT/structural.log" 2>&1 || echo "$name rc=$rc" >> "$OUT/structural.log"
+  $PY bench/eval_line.py "$name" "$R/$name.json" >> "$OUT/structural.log" || echo "$name rc=$rc" >> "$OUT/structural.log"
   echo "$name: $(( $(date +%s) - t0 )) s" >> "$OUT/structural.log"
   [ -s "$R/$name.err" ] || rm -f "$R/$name.err"
 done
