@@ -48,6 +48,8 @@ def start_from_inductor(task_dir: Path, device: str, timeout: float, keep: Path 
     from kernel_tui.core.task import load_task
 
     device = environment.resolve(device)
+    if too_big := _does_not_fit(task_dir, device):  # said before a compile of a minute or more, not after it
+        return False, f"kept      {task_dir.name}: {too_big}: keep the eager start"
     try:
         start = inductor_start(task_dir, device, timeout, keep)
     except Refusal as exc:
@@ -65,6 +67,22 @@ def start_from_inductor(task_dir: Path, device: str, timeout: float, keep: Path 
         return False, f"kept      {task_dir.name}: the rewritten start is {result.status.value} ({reason}): keep the eager start"
     notes = "".join(f"\n  note    {n}" for n in start.notes)
     return True, f"started   {task_dir.name}: {start.label}, correct on {device} ({len(result.cases)} cases){notes}"
+
+
+def _does_not_fit(task_dir: Path, device: str) -> str | None:
+    """The memory plan's refusal where one of the task's shapes cannot fit in the device memory free now, as
+    the check would find it; None where all fit, or where the plan cannot be made (the check says why)."""
+    import subprocess
+
+    from kernel_tui.core.evaluator import Evaluator
+    from kernel_tui.core.hardware import memory_plans
+    from kernel_tui.core.task import load_task
+
+    try:
+        plans = memory_plans(Evaluator(load_task(task_dir), device=device))
+    except (KernelTuiError, subprocess.TimeoutExpired, OSError, ValueError, IndexError):
+        return None
+    return next((p.refusal() for p in plans if not p.fits), None)
 
 
 def add_start_option(p: argparse.ArgumentParser) -> None:

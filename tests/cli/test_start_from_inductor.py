@@ -8,6 +8,7 @@ import json
 import shutil
 
 from kernel_tui.cli import entry as cli
+from kernel_tui.core import hardware
 from kernel_tui.core.inductor import start as start_module
 from kernel_tui.core.proposers.transforms import analyze
 from kernel_tui.core.task import load_task
@@ -69,6 +70,24 @@ def test_a_start_the_check_finds_wrong_is_undone(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.startswith("kept      scale_leaky_relu: the rewritten start is incorrect") and out.count("\n") == 1
     assert _files(task_dir) == before  # task.json, the old start, and no baseline.before-inductor.py
+
+
+def test_a_task_too_big_for_the_device_memory_is_kept_before_any_compile(tmp_path, capsys, monkeypatch):
+    """The memory plan refuses the task at once, as the check would, instead of after torch.compile's minute."""
+    task_dir = _task(tmp_path, "scale_leaky_relu", old_start="# the eager start\n")
+    before = _files(task_dir)
+    monkeypatch.setattr(hardware, "host_free_bytes", lambda: 2**20)  # a device with 1 MiB free
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("torch.compile ran for a task that cannot fit")
+
+    monkeypatch.setattr(start_module, "capture", no_compile)
+    assert cli.main(["start-from-inductor", str(task_dir), "--device", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("kept      scale_leaky_relu: shape small does not fit in device memory: one argument set "
+                          "takes ") and out.rstrip().endswith("usable: keep the eager start")
+    assert out.count("\n") == 1
+    assert _files(task_dir) == before
 
 
 def test_a_task_directory_without_a_task_is_bad_input(tmp_path, capsys):
