@@ -60,11 +60,11 @@ def replay(kb: str, key: str, captured: dict) -> str:
 def replay_task(task_dir: Path, captured: dict, key: str) -> str:
     """The line for one task and its recorded capture (see the module's docstring)."""
     from kernel_tui.core.errors import KernelTuiError
+    from kernel_tui.core.evaluator.evaluator import policy_rejection
     from kernel_tui.core.inductor import Refusal
     from kernel_tui.core.inductor import start as start_module
-    from kernel_tui.core.policy.check import check_source
     from kernel_tui.core.proposers.transforms import analyze
-    from kernel_tui.core.task import load_spec
+    from kernel_tui.core.task import Task, load_spec
 
     spec = load_spec(task_dir / "task.json")
     compile_here = start_module.capture
@@ -76,12 +76,11 @@ def replay_task(task_dir: Path, captured: dict, key: str) -> str:
     finally:
         start_module.capture = compile_here
 
-    def verdict(text: str) -> str | None:
-        report = check_source(text, entrypoint=spec.entrypoint, launch_arguments=spec.launch_arguments,
-                              tensor_arguments=[t.name for t in spec.tensors if t.is_argument_tensor])
-        if report.syntax_error:
-            return f"syntax: {report.syntax_error}"
-        return f"{report.violations[0].rule}: {report.violations[0].message}"[:160] if report.violations else None
+    task = Task(root=task_dir, spec=spec, reference_source="", baseline_source=source)
+
+    def verdict(text: str) -> str | None:  # the policy as the evaluator holds a candidate to it
+        refused = policy_rejection(task, text, "cuda")
+        return None if refused is None else f"{refused.status.value}: {refused.reason}"[:160]
 
     if (bad := verdict(source)) is not None:
         return f"{key}\tstart refused: {bad}"
